@@ -1,0 +1,36 @@
+"""Blocking work in a worker thread that is waited for, never abandoned, on cancel."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import Executor
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+async def run_blocking(fn: Callable[[], T], executor: Executor | None = None) -> T:
+    """Run `fn` in a thread; if we are cancelled, still wait until the thread has returned.
+
+    `fn` must poll its cancel signal in small steps; a thread that ignores it keeps
+    the caller waiting, which is the honest "stopping" state (SPEC §5).
+    """
+    loop = asyncio.get_running_loop()
+    job = loop.run_in_executor(executor, fn)
+    try:
+        return await asyncio.shield(job)
+    except asyncio.CancelledError:
+        await wait_settled(job)
+        raise
+
+
+async def wait_settled(job: asyncio.Future[T]) -> None:
+    """Wait until `job` is done even if we are cancelled again meanwhile (quiescence over promptness)."""
+    while not job.done():
+        try:
+            await asyncio.wait({job})
+        except asyncio.CancelledError:
+            continue
+    if not job.cancelled():
+        job.exception()  # mark retrieved: the caller is already unwinding with its own CancelledError

@@ -1,0 +1,1 @@
+"""Turns, cancellation, the one retry layer, the journal and heard-only history. No Qt, no devices, no models."""

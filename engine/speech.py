@@ -1,0 +1,71 @@
+"""The engine's port to the voice: text goes in as it streams, a report of what was heard comes back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from adapters.contract import CancelSignal
+
+
+@dataclass(frozen=True)
+class SpeechKey:
+    """Which turn, step and provider attempt a piece of spoken text belongs to."""
+
+    turn: int
+    step: int
+    attempt: int
+
+
+@dataclass(frozen=True)
+class WordTiming:
+    """A word of a segment: its characters `[start, end)` in the segment text and its audio span."""
+
+    start: int
+    end: int
+    start_ms: float
+    end_ms: float
+
+
+@dataclass(frozen=True)
+class SpokenSegment:
+    """One synthesized segment and how much of its audio actually reached the listener."""
+
+    key: SpeechKey
+    index: int
+    text: str
+    words: tuple[WordTiming, ...]
+    duration_ms: float
+    played_ms: float
+    estimated: bool = False
+
+
+class SpeechOutput(Protocol):
+    """Speaks a turn's text and keeps the cursor of what was heard.
+
+    Everything is keyed by turn id; text or audio for a silenced turn is dropped.
+    """
+
+    async def say(self, key: SpeechKey, text: str, signal: CancelSignal) -> None:
+        """Queue streamed text; it is segmented, synthesized and played in order."""
+        ...
+
+    async def drain(self, turn: int, signal: CancelSignal) -> None:
+        """Return once everything queued for `turn` has been played out."""
+        ...
+
+    def discard(self, key: SpeechKey) -> None:
+        """Drop the not-yet-played audio of one failed attempt; the turn goes on."""
+        ...
+
+    def silence(self, turn: int) -> None:
+        """Stop the turn's audio now (within one audio block); later text and audio are dropped."""
+        ...
+
+    def report(self, turn: int) -> tuple[SpokenSegment, ...]:
+        """What was spoken for `turn`, segment by segment, with the ms actually heard."""
+        ...
+
+    def release(self, turn: int) -> None:
+        """Forget the turn's bookkeeping once it has ended."""
+        ...
