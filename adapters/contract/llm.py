@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -106,7 +106,9 @@ class LlmAdapter(Protocol):
     @property
     def model(self) -> str: ...
 
-    def stream(self, options: GenerateOptions, signal: CancelSignal) -> AsyncIterator[StreamChunk]: ...
+    def stream(self, options: GenerateOptions, signal: CancelSignal) -> AsyncGenerator[StreamChunk, None]:
+        """An async generator: callers `aclose()` it to release the transport early."""
+        ...
 
 
 # Canonical failure codes. Consumers route on these, never on provider text.

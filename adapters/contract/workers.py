@@ -10,14 +10,22 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-async def run_blocking(fn: Callable[[], T], executor: Executor | None = None) -> T:
+async def run_blocking(
+    fn: Callable[[], T],
+    executor: Executor | None = None,
+    *,
+    track: Callable[[asyncio.Future[T]], None] | None = None,
+) -> T:
     """Run `fn` in a thread; if we are cancelled, still wait until the thread has returned.
 
     `fn` must poll its cancel signal in small steps; a thread that ignores it keeps
-    the caller waiting, which is the honest "stopping" state (SPEC §5).
+    the caller waiting, which is the honest "stopping" state (SPEC §5). `track` sees
+    the job future so an owner (a turn) can wait for it too.
     """
     loop = asyncio.get_running_loop()
     job = loop.run_in_executor(executor, fn)
+    if track is not None:
+        track(job)
     try:
         return await asyncio.shield(job)
     except asyncio.CancelledError:

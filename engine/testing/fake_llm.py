@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 
 from adapters.contract import (
@@ -54,6 +54,7 @@ class Stubborn:
 
 
 Action = Emit | Raise | Pause | Hang | Stubborn
+DEFAULT_USAGE = Usage(10, 5)
 Script = Sequence[Action]
 
 
@@ -87,7 +88,7 @@ class FakeLlm:
     def push(self, *scripts: Script) -> None:
         self._scripts.extend(scripts)
 
-    async def stream(self, options: GenerateOptions, signal: CancelSignal) -> AsyncIterator[StreamChunk]:
+    async def stream(self, options: GenerateOptions, signal: CancelSignal) -> AsyncGenerator[StreamChunk, None]:
         self.calls.append(options)
         script = self._scripts.pop(0) if self._scripts else reply("OK.")
         self.open_streams += 1
@@ -98,7 +99,7 @@ class FakeLlm:
         finally:
             self.open_streams -= 1
 
-    async def _play(self, script: Script, signal: CancelSignal) -> AsyncIterator[StreamChunk]:
+    async def _play(self, script: Script, signal: CancelSignal) -> AsyncGenerator[StreamChunk, None]:
         content = False
         for action in script:
             if isinstance(action, Emit):
@@ -124,7 +125,7 @@ def _finish(finish: Finish, content: bool) -> Finish:
     return finish
 
 
-def reply(text: str, *, pieces: int = 0, delay: float = 0.0, usage: Usage = Usage(10, 5)) -> Script:
+def reply(text: str, *, pieces: int = 0, delay: float = 0.0, usage: Usage = DEFAULT_USAGE) -> Script:
     """A normal streamed answer, split by words (or into `pieces`), with optional pauses between deltas."""
     parts = _split(text, pieces)
     actions: list[Action] = []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adapters.contract import LlmAdapter
+from adapters.contract import LlmAdapter, TextDelta
 from adapters.contract.llm import CONTEXT_WINDOW_EXCEEDED, TRANSPORT
 from engine.testing import FakeLlm, Hang, empty_reply, failure, reply, stream_failure, tool_reply
 from engine.testing.fake_llm import Emit, Script
@@ -16,7 +16,6 @@ from tests.conformance.llm_harness import (
     TRANSPORT_ERROR,
     Case,
 )
-from adapters.contract import TextDelta
 
 
 def _script(case: Case) -> Script:

@@ -21,7 +21,7 @@ from adapters.contract import (
     Usage,
     User,
 )
-from adapters.contract.llm import CONTEXT_WINDOW_EXCEEDED, EMPTY_RESPONSE, GenerateOptions, Message, TIMEOUT
+from adapters.contract.llm import CONTEXT_WINDOW_EXCEEDED, EMPTY_RESPONSE, TIMEOUT, GenerateOptions, Message
 from tests.conformance.llm_harness import (
     EMPTY,
     HANG,
@@ -83,18 +83,18 @@ async def test_tool_call_arguments_stay_raw_json_byte_for_byte(harness: LlmHarne
     deltas = [chunk for chunk in chunks if isinstance(chunk, ToolCallDelta)]
     assert all(isinstance(delta.arguments, str) for delta in deltas)
     assert "".join(delta.arguments for delta in deltas if delta.index == 0) == case.tool_arguments
-    assert deltas[0].name and deltas[0].call_id
+    assert deltas[0].name
+    assert deltas[0].call_id
 
 
 @cases(PROVIDER_ERROR)
-async def test_an_error_inside_the_stream_ends_it_with_a_failing_finish(
-    harness: LlmHarness, case_kind: str
-) -> None:
+async def test_an_error_inside_the_stream_ends_it_with_a_failing_finish(harness: LlmHarness, case_kind: str) -> None:
     chunks = await collect(harness.arrange(Case(case_kind)))
     finish = chunks[-1]
     assert isinstance(finish, Finish)
     assert finish.failure is not None
-    assert finish.failure.code and finish.failure.message
+    assert finish.failure.code
+    assert finish.failure.message
 
 
 @cases(TRANSPORT_ERROR)
@@ -122,26 +122,20 @@ async def test_context_overflow_has_the_canonical_code(harness: LlmHarness, case
 
 
 @cases(EMPTY)
-async def test_a_finish_without_content_is_an_empty_response_failure(
-    harness: LlmHarness, case_kind: str
-) -> None:
+async def test_a_finish_without_content_is_an_empty_response_failure(harness: LlmHarness, case_kind: str) -> None:
     failure = await _failure_of(harness.arrange(Case(case_kind)))
     assert failure.code == EMPTY_RESPONSE
 
 
 @cases(STALL)
-async def test_an_idle_stall_times_out_and_really_closes_the_transport(
-    harness: LlmHarness, case_kind: str
-) -> None:
+async def test_an_idle_stall_times_out_and_really_closes_the_transport(harness: LlmHarness, case_kind: str) -> None:
     failure = await _failure_of(harness.arrange(Case(case_kind)))
     assert failure.code == TIMEOUT
     assert await harness.released()
 
 
 @cases(HANG)
-async def test_cancel_mid_stream_returns_promptly_and_releases_everything(
-    harness: LlmHarness, case_kind: str
-) -> None:
+async def test_cancel_mid_stream_returns_promptly_and_releases_everything(harness: LlmHarness, case_kind: str) -> None:
     signal = CancelSignal()
     adapter = harness.arrange(Case(case_kind))
     seen: list[StreamChunk] = []
@@ -158,10 +152,9 @@ async def test_cancel_mid_stream_returns_promptly_and_releases_everything(
     await started.wait()
     cancelled_at = time.monotonic()
     signal.set(User())
-    try:
-        await task
-    except LlmError as error:
-        assert error.failure.code == "ABORTED"
+    await asyncio.wait({task})
+    error = task.exception()
+    assert error is None or (isinstance(error, LlmError) and error.failure.code == "ABORTED")
     assert time.monotonic() - cancelled_at < 2.0
     assert not any(isinstance(chunk, Finish) and chunk.failure is None for chunk in seen)
     assert await harness.released()

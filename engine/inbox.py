@@ -1,0 +1,48 @@
+"""Queued user inputs waiting for their turn."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class UserInput:
+    """What the person said or typed; `metrics` carries measurements from before the turn (ASR time...)."""
+
+    text: str
+    source: Literal["voice", "text"] = "text"
+    metrics: Mapping[str, float] = field(default_factory=dict)
+
+
+class Inbox:
+    def __init__(self) -> None:
+        self._items: deque[UserInput] = deque()
+        self._changed = asyncio.Event()
+        self.closed = False
+
+    def put(self, item: UserInput) -> None:
+        self._items.append(item)
+        self._changed.set()
+
+    def clear(self) -> int:
+        dropped = len(self._items)
+        self._items.clear()
+        return dropped
+
+    def close(self) -> None:
+        self.closed = True
+        self._changed.set()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    async def get(self) -> UserInput | None:
+        """The next input, or None once closed."""
+        while not self._items and not self.closed:
+            self._changed.clear()
+            await self._changed.wait()
+        return None if self.closed else self._items.popleft()

@@ -1,0 +1,238 @@
+"""One step of a turn: send, stream, and recover through the single retry layer (SPEC §3)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable
+from contextlib import aclosing
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from adapters.contract import (
+    Finish,
+    GenerateOptions,
+    LlmAdapter,
+    LlmError,
+    LlmFailure,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+)
+from adapters.contract.llm import PROTOCOL
+from engine.clock import Clock
+from engine.events import AttemptFailed, BackoffInfo, RetryScheduled, State, TextGenerated
+from engine.history import past_turn_count
+from engine.journal import Journal
+from engine.prompt import PromptBuilder
+from engine.retry import Backoff, Budgets, Fallback, GiveUp, Retry, Spent, TrimHistory, decide
+from engine.speech import SpeechKey, SpeechOutput
+from engine.tools import ToolRegistry
+from engine.turn import Turn
+
+
+class StepFailed(Exception):
+    """Every budget that applied is spent; the turn fails with this failure."""
+
+    def __init__(self, failure: LlmFailure) -> None:
+        super().__init__(failure.code)
+        self.failure = failure
+
+
+@dataclass
+class StepText:
+    """The text streamed by the attempt that is live (or succeeded) in a step."""
+
+    attempt: int
+    text: str = ""
+
+
+@dataclass
+class TurnRecord:
+    """What a turn produced so far; the conversation finalises the journal from it."""
+
+    steps: dict[int, StepText] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    text: str
+    calls: tuple[ToolCall, ...]
+
+
+@dataclass
+class StepContext:
+    """Everything a step needs, passed explicitly."""
+
+    llm: LlmAdapter
+    fallback: LlmAdapter | None
+    journal: Journal
+    prompt: PromptBuilder
+    speech: SpeechOutput
+    tools: ToolRegistry
+    clock: Clock
+    budgets: Budgets
+    backoff: Backoff
+    rng: random.Random
+    publish: Callable[[Any], bool]
+    set_state: Callable[[State, BackoffInfo | None], None]
+
+
+class _Calls:
+    """Accumulates tool-call fragments by index, keeping the argument text raw."""
+
+    def __init__(self) -> None:
+        self._parts: dict[int, list[str]] = {}
+        self._ids: dict[int, str] = {}
+        self._names: dict[int, str] = {}
+
+    def add(self, delta: ToolCallDelta) -> None:
+        self._parts.setdefault(delta.index, []).append(delta.arguments)
+        if delta.call_id:
+            self._ids[delta.index] = delta.call_id
+        if delta.name:
+            self._names[delta.index] = delta.name
+
+    def calls(self, turn: int, step: int) -> tuple[ToolCall, ...]:
+        return tuple(
+            ToolCall(self._ids.get(i, f"call_{turn}_{step}_{i}"), self._names.get(i, ""), "".join(parts))
+            for i, parts in sorted(self._parts.items())
+        )
+
+
+@dataclass
+class _Attempt:
+    adapter: LlmAdapter
+    number: int = 0
+    spent: Spent = field(default_factory=Spent)
+    drop_oldest: int = 0
+
+
+async def run_step(ctx: StepContext, turn: Turn, step: int, record: TurnRecord) -> StepResult:
+    """Send until an attempt succeeds or the policy gives up; every attempt and backoff is journaled."""
+    state = _Attempt(ctx.llm)
+    while True:
+        if turn.signal.cancelled:
+            raise asyncio.CancelledError
+        state.number += 1
+        outcome = await _send(ctx, turn, step, record, state)
+        if isinstance(outcome, StepResult):
+            return outcome
+        await _recover(ctx, turn, step, record, state, outcome)
+
+
+async def _send(
+    ctx: StepContext, turn: Turn, step: int, record: TurnRecord, state: _Attempt
+) -> StepResult | LlmFailure:
+    messages = await ctx.prompt.build(ctx.journal.events, turn.signal, drop_oldest=state.drop_oldest)
+    options = GenerateOptions(messages=messages, tools=ctx.tools.specs())
+    ctx.journal.append(
+        "llm/request",
+        turn=turn.id,
+        step=step,
+        attempt=state.number,
+        provider=state.adapter.provider,
+        model=state.adapter.model,
+        trimmed_turns=state.drop_oldest,
+    )
+    record.steps[step] = StepText(state.number)
+    try:
+        return await _stream(ctx, turn, step, record, state, options)
+    except LlmError as error:
+        return error.failure
+
+
+async def _stream(
+    ctx: StepContext, turn: Turn, step: int, record: TurnRecord, state: _Attempt, options: GenerateOptions
+) -> StepResult | LlmFailure:
+    key = SpeechKey(turn.id, step, state.number)
+    calls = _Calls()
+    sent_at = ctx.clock.now()
+    async with aclosing(state.adapter.stream(options, turn.signal)) as stream:
+        async for chunk in stream:
+            if isinstance(chunk, Finish):
+                if chunk.failure is not None:
+                    return chunk.failure
+                return StepResult(record.steps[step].text, calls.calls(turn.id, step))
+            if isinstance(chunk, TextDelta) and chunk.text:
+                await _speak(ctx, turn, key, record, chunk.text, sent_at)
+            elif isinstance(chunk, ToolCallDelta):
+                calls.add(chunk)
+    if turn.signal.cancelled:
+        raise asyncio.CancelledError
+    return LlmFailure(f"{state.adapter.provider} ended the stream without a finish", PROTOCOL)
+
+
+async def _speak(ctx: StepContext, turn: Turn, key: SpeechKey, record: TurnRecord, text: str, sent_at: float) -> None:
+    step_text = record.steps[key.step]
+    if not step_text.text:
+        record.metrics.setdefault("llm_ttft_ms", round((ctx.clock.now() - sent_at) * 1000, 1))
+        ctx.set_state(State.SPEAKING, None)
+    step_text.text += text
+    ctx.publish(TextGenerated(turn.id, key.step, key.attempt, text))
+    await ctx.speech.say(key, text, turn.signal)
+
+
+async def _recover(
+    ctx: StepContext, turn: Turn, step: int, record: TurnRecord, state: _Attempt, failure: LlmFailure
+) -> None:
+    """Journal the failed attempt, then retry, trim, fall back or give up as the policy says."""
+    _journal_attempt(ctx, turn, step, state.number, failure)
+    ctx.speech.discard(SpeechKey(turn.id, step, state.number))
+    del record.steps[step]
+    past = past_turn_count(ctx.journal.events) - state.drop_oldest
+    decision = decide(
+        failure,
+        state.spent,
+        ctx.budgets,
+        can_trim=past > 0,
+        has_fallback=ctx.fallback is not None,
+        rng=ctx.rng,
+        backoff=ctx.backoff,
+    )
+    if isinstance(decision, Retry):
+        await _back_off(ctx, turn, step, decision, failure)
+        state.spent = replace(state.spent, retries=decision.retry)
+    elif isinstance(decision, TrimHistory):
+        state.drop_oldest += max(1, past // 2)
+        state.spent = replace(state.spent, overflow_trims=state.spent.overflow_trims + 1)
+    elif isinstance(decision, Fallback) and ctx.fallback is not None:
+        state.adapter = ctx.fallback
+        state.spent = replace(state.spent, fallbacks=state.spent.fallbacks + 1)
+    else:
+        assert isinstance(decision, GiveUp | Fallback)
+        raise StepFailed(failure)
+
+
+def _journal_attempt(ctx: StepContext, turn: Turn, step: int, attempt: int, failure: LlmFailure) -> None:
+    ctx.journal.append("assistant/attempt", turn=turn.id, step=step, attempt=attempt, failure=failure_fields(failure))
+    ctx.publish(AttemptFailed(turn.id, step, attempt, failure))
+
+
+async def _back_off(ctx: StepContext, turn: Turn, step: int, decision: Retry, failure: LlmFailure) -> None:
+    """The journal entry is on disk before the sleep starts; the sleep ends at once on cancel."""
+    ctx.journal.append(
+        "llm/retry",
+        turn=turn.id,
+        step=step,
+        retry=decision.retry,
+        delay_ms=decision.delay_ms,
+        failure=failure_fields(failure),
+    )
+    info = BackoffInfo(decision.delay_ms, failure.code, ctx.clock.now() + decision.delay_ms / 1000, decision.retry)
+    ctx.publish(RetryScheduled(turn.id, step, info))
+    ctx.set_state(State.BACKING_OFF, info)
+    await ctx.clock.sleep(decision.delay_ms / 1000)
+    ctx.set_state(State.THINKING, None)
+
+
+def failure_fields(failure: LlmFailure) -> dict[str, Any]:
+    """The journal's shape of a failure (no secrets: adapters never put keys in messages)."""
+    return {
+        "code": failure.code,
+        "message": failure.message,
+        "status": failure.status,
+        "retry_after_ms": failure.provider_retry_after_ms,
+        "request_id": failure.request_id,
+    }
