@@ -113,6 +113,12 @@ class Journal:
         self._file.flush()
         os.fsync(self._file.fileno())
 
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
         if not self._file.closed:
             self.sync()

@@ -160,6 +160,8 @@ def status_failure(
     code = code_for_status(status, info)
     what = f"HTTP {status} {reason}".rstrip()
     detail = info.message
+    if 300 <= status < 400:
+        detail = f"redirected to {one_line(headers.get('location', '?'), 120)}; check the base URL"
     if code == AUTH and not keyed:
         detail = f"no API key was sent; set {ENV_VAR} or store one in the keyring ({detail or 'no detail'})"
     return LlmFailure(

@@ -18,7 +18,7 @@ import functools
 import os
 import random
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +55,7 @@ _MODELS_LOCK = threading.Lock()
 class _Model:
     """A loaded llama.cpp model and what generation needs from it; one per (file, n_ctx) per process."""
 
-    llama: Any
+    llama: llama_cpp.Llama
     template: Jinja2ChatFormatter
     vocab: Any
     reuses_prefix: bool
@@ -64,7 +64,8 @@ class _Model:
     def prompt_tokens(self, messages: list[dict[str, str]]) -> list[int]:
         """The conversation rendered with the model's own chat template, as tokens."""
         try:
-            prompt = str(self.template(messages=messages).prompt)
+            # plain role/content dicts are all the template reads; llama_types wants a TypedDict per role
+            prompt = self.template(messages=messages).prompt  # type: ignore[arg-type]
         except (ValueError, jinja2.TemplateError) as error:
             raise LlmError(LlmFailure(f"chat template rejected the messages: {error}", INVALID_REQUEST)) from None
         tokens = [int(token) for token in self.llama.tokenize(prompt.encode(), add_bos=False, special=True)]
@@ -114,7 +115,7 @@ class LocalLlamaAdapter:
         return self._path.stem
 
     @property
-    def llama(self) -> Any:
+    def llama(self) -> llama_cpp.Llama:
         """The shared llama_cpp.Llama (after `load()`), for diagnostics."""
         if self._model is None:
             raise RuntimeError("the model is not loaded yet; await load() first")
@@ -126,7 +127,7 @@ class LocalLlamaAdapter:
             load = functools.partial(_shared_model, self._path, self._n_ctx, self._n_threads)
             self._model = await run_blocking(load, self._executor)
 
-    async def stream(self, options: GenerateOptions, signal: CancelSignal) -> AsyncIterator[StreamChunk]:
+    async def stream(self, options: GenerateOptions, signal: CancelSignal) -> AsyncGenerator[StreamChunk, None]:
         await self.load()
         assert self._model is not None
         loop = asyncio.get_running_loop()
@@ -261,7 +262,7 @@ def _prefill(model: _Model, prompt: list[int], stopping: Callable[[], bool]) -> 
     llama = model.llama
     keep = _cached_prefix(model, prompt)
     if keep == 0:
-        llama.reset()
+        llama.reset()  # type: ignore[no-untyped-call]  # unannotated upstream
     else:
         llama.n_tokens = keep  # Llama.eval drops the KV cache beyond n_tokens
     for start in range(keep, len(prompt), PREFILL_CHUNK):
@@ -329,7 +330,7 @@ def _load(path: Path, n_ctx: int, n_threads: int) -> _Model:
     )
 
 
-def _token_text(llama: Any, token: int) -> str:
+def _token_text(llama: llama_cpp.Llama, token: int) -> str:
     if token < 0:
         return ""
     return str(llama.detokenize([token], special=True).decode("utf-8", errors="replace"))

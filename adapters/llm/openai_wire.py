@@ -69,6 +69,7 @@ class StreamState:
     """Turns decoded payloads into chunks and knows how the stream must end (usage, then finish)."""
 
     where: str  # "provider at URL", the start of every failure message
+    request_id: str | None = None
     finish_reason: str | None = None
     usage: Usage | None = None
     done: bool = False
@@ -110,13 +111,13 @@ class StreamState:
         reason = self.finish_reason or "stop"
         if not self._content:
             message = f"{self.where}: the reply has no text and no tool call (finish_reason {reason})"
-            return [usage, Finish("error", LlmFailure(message=message, code=EMPTY_RESPONSE))]
+            return [usage, Finish("error", LlmFailure(message, EMPTY_RESPONSE, request_id=self.request_id))]
         return [usage, Finish(reason)]
 
     def _on_error(self, info: ErrorInfo) -> None:
         status = info.status if info.status is not None and 400 <= info.status < 600 else None
         message = one_line(f"{self.where}: error inside the stream: {info.message or 'no detail'}", 400)
-        self.failure = LlmFailure(message=message, code=code_for_stream_error(info), status=status)
+        self.failure = LlmFailure(message, code_for_stream_error(info), status, request_id=self.request_id)
 
     def _usage(self, raw: object) -> None:
         if not isinstance(raw, dict):

