@@ -25,7 +25,7 @@ def finalize_turn(
     phase_codes: dict[str, str],
     publish: Callable[[Any], bool],
 ) -> None:
-    _write_heard_replies(journal, speech, turn, record, publish)
+    _write_heard_replies(journal, speech, turn, record, publish, aborted=outcome == "aborted")
     for call_id, step in unanswered_calls(journal.events, turn).items():
         code = phase_codes.get(call_id, ABORTED_BEFORE_DISPATCH)
         journal.append("tool/result", turn=turn, step=step, call_id=call_id, code=code, output=_aborted(code))
@@ -38,14 +38,26 @@ def finalize_turn(
 
 
 def _write_heard_replies(
-    journal: Journal, speech: SpeechOutput, turn: int, record: TurnRecord, publish: Callable[[Any], bool]
+    journal: Journal,
+    speech: SpeechOutput,
+    turn: int,
+    record: TurnRecord,
+    publish: Callable[[Any], bool],
+    *,
+    aborted: bool,
 ) -> None:
-    """One `assistant/message` per step holding only what was heard; nothing when nothing was."""
+    """One `assistant/message` per step holding only what was heard; nothing when nothing was.
+
+    A reply is `interrupted` when less than all of it was heard, or when the turn was
+    aborted while that step was still going (the model would have said more).
+    """
+    last_step = max(record.steps, default=0)
     segments = speech.report(turn)
     for step, generated in sorted(record.steps.items()):
         key = SpeechKey(turn, step, generated.attempt)
         heard = heard_of(s for s in segments if s.key == key)
-        interrupted = not heard.complete or len(heard.text) < len(generated.text.strip())
+        cut_short = not heard.complete or len(heard.text) < len(generated.text.strip())
+        interrupted = cut_short or (aborted and step == last_step)
         publish(ReplyHeard(turn, step, heard.text, generated.text, interrupted, heard.heard_ms))
         if heard.text:
             journal.append(

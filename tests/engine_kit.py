@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from adapters.contract import LlmAdapter
 from engine.conversation import Conversation, EngineParts, open_conversation
 from engine.events import State, StateChanged
 from engine.inbox import UserInput
@@ -63,14 +64,16 @@ async def kit(
     prompt: PromptBuilder | None = None,
     fallback: FakeLlm | None = None,
     autojump: bool = True,
+    adapter: LlmAdapter | None = None,
 ) -> AsyncIterator[Kit]:
+    """`adapter` replaces the scripted FakeLlm (e.g. the real HTTP adapter against the fault server)."""
     clock = VirtualClock()
     llm = FakeLlm(scripts, clock=clock)
     speech = FakeSpeechOutput(clock)
     journal = Journal(tmp_path / "journal.jsonl", wall=clock.now, secrets=("sk-test-SECRET",))
     executor = ThreadPoolExecutor(2, "test-turn")
     parts = EngineParts(
-        llm=llm, speech=speech, journal=journal, clock=clock, fallback=fallback,
+        llm=adapter or llm, speech=speech, journal=journal, clock=clock, fallback=fallback,
         tools=tools or ToolRegistry(), prompt=prompt or HistoryPrompt(), budgets=budgets or Budgets(),
         rng=random.Random(7), executor=executor,
     )

