@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from contextlib import AbstractAsyncContextManager, nullcontext
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractAsyncContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
 from adapters.contract import LlmAdapter, User
+from engine.clock import Clock
 from engine.conversation import Conversation, EngineParts, open_conversation
 from engine.events import TextGenerated, TurnEnded, TurnStarted
 from engine.inbox import UserInput
 from engine.journal import Journal
 from engine.report import render, turn_reports
-from engine.clock import Clock
 from engine.testing import FakeLlm, FakeSpeechOutput, VirtualClock, reply
 
 SCRIPT = (
@@ -79,8 +79,12 @@ async def run_demo(llm: LlmAdapter, out: Path, clock: Clock) -> str:
     watcher = _Watcher()
     with Journal(out / "journal.jsonl", wall=time.time) as journal:
         parts = EngineParts(
-            llm=llm, speech=speech, journal=journal, clock=clock,
-            executor=ThreadPoolExecutor(2, "parley-turn"), summary={"llm": llm.provider, "model": llm.model},
+            llm=llm,
+            speech=speech,
+            journal=journal,
+            clock=clock,
+            executor=ThreadPoolExecutor(2, "parley-turn"),
+            summary={"llm": llm.provider, "model": llm.model},
         )
         async with _time_flow(clock), open_conversation(parts) as conversation:
             conversation.subscribe(watcher)
@@ -89,8 +93,8 @@ async def run_demo(llm: LlmAdapter, out: Path, clock: Clock) -> str:
             await _heard(speech, clock, story, INTERRUPT_AFTER_MS)
             await conversation.cancel(User(), keep_inbox=True)
             await watcher.ended_turn(await _ask(conversation, watcher, SCRIPT[2], "voice"))
-        parts.executor.shutdown(wait=True)  # type: ignore[attr-defined]  # a ThreadPoolExecutor made above
-        return render(turn_reports(journal.events[-_tail(journal):]), watcher.generated)
+        parts.executor.shutdown(wait=True)
+        return render(turn_reports(journal.events[-_tail(journal) :]), watcher.generated)
 
 
 def _tail(journal: Journal) -> int:

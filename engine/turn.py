@@ -57,7 +57,12 @@ class Turn:
     def pending(self) -> list[str]:
         """Names of the work still running (what a "stopping" turn is waiting for)."""
         tasks = [task.get_name() for task in self._tasks if not task.done()]
-        return tasks + ["thread job"] * sum(not job.done() for job in self._jobs)
+        return tasks + ["thread job"] * self.threads_busy
+
+    @property
+    def threads_busy(self) -> int:
+        """Worker-thread jobs still running (a virtual clock must not jump past them)."""
+        return sum(not job.done() for job in self._jobs)
 
     @property
     def quiescent(self) -> bool:

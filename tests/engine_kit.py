@@ -6,7 +6,7 @@ import asyncio
 import random
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,14 +73,21 @@ async def kit(
     journal = Journal(tmp_path / "journal.jsonl", wall=clock.now, secrets=("sk-test-SECRET",))
     executor = ThreadPoolExecutor(2, "test-turn")
     parts = EngineParts(
-        llm=adapter or llm, speech=speech, journal=journal, clock=clock, fallback=fallback,
-        tools=tools or ToolRegistry(), prompt=prompt or HistoryPrompt(), budgets=budgets or Budgets(),
-        rng=random.Random(7), executor=executor,
+        llm=adapter or llm,
+        speech=speech,
+        journal=journal,
+        clock=clock,
+        fallback=fallback,
+        tools=tools or ToolRegistry(),
+        prompt=prompt or HistoryPrompt(),
+        budgets=budgets or Budgets(),
+        rng=random.Random(7),
+        executor=executor,
     )
     states: list[State] = []
     events: list[Any] = []
     try:
-        async with clock.autojump() if autojump else _nothing(), open_conversation(parts) as conversation:
+        async with open_conversation(parts) as conversation, _time_flow(clock, conversation, autojump):
             conversation.subscribe(events.append)
             conversation.subscribe(lambda e: states.append(e.state) if isinstance(e, StateChanged) else None)
             yield Kit(conversation, llm, speech, clock, journal, states, events)
@@ -89,6 +96,11 @@ async def kit(
         executor.shutdown(wait=True)
 
 
-@asynccontextmanager
-async def _nothing() -> AsyncIterator[None]:
-    yield
+def _time_flow(clock: VirtualClock, conversation: Conversation, autojump: bool) -> AbstractAsyncContextManager[None]:
+    """Jump virtual time only while no worker thread of the live turn is running."""
+
+    def busy() -> bool:
+        turn = conversation.live_turn
+        return turn is not None and turn.threads_busy > 0
+
+    return clock.autojump(busy) if autojump else nullcontext()

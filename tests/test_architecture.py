@@ -6,8 +6,18 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FORBIDDEN_IN_ENGINE = ("PySide6", "qasync", "sounddevice", "audio", "desktop", "contextvars", "llama_cpp",
-                       "faster_whisper", "piper", "httpx")
+FORBIDDEN_IN_ENGINE = (
+    "PySide6",
+    "qasync",
+    "sounddevice",
+    "audio",
+    "desktop",
+    "contextvars",
+    "llama_cpp",
+    "faster_whisper",
+    "piper",
+    "httpx",
+)
 
 
 def _imports(package: str) -> list[tuple[Path, str]]:
@@ -31,7 +41,9 @@ def test_engine_imports_no_qt_no_devices_no_models_and_no_contextvars() -> None:
 
 
 def test_engine_reaches_adapters_only_through_the_contract() -> None:
-    bad = [(p.name, m) for p, m in _imports("engine") if _top(m) == "adapters" and not m.startswith("adapters.contract")]
+    bad = [
+        (p.name, m) for p, m in _imports("engine") if _top(m) == "adapters" and not m.startswith("adapters.contract")
+    ]
     assert bad == []
 
 

@@ -20,9 +20,7 @@ def _adapter(server: FaultServer) -> OpenAICompatAdapter:
     return OpenAICompatAdapter(server.base_url, "test-model", Secret(KEY), idle_timeout=2.0)
 
 
-async def test_429_then_success_is_retried_after_the_providers_delay(
-    tmp_path: Path, fault_server: FaultServer
-) -> None:
+async def test_429_then_success_is_retried_after_the_providers_delay(tmp_path: Path, fault_server: FaultServer) -> None:
     fault_server.push(rate_limited("2"), text_stream("All good now."))
     async with kit(tmp_path, adapter=_adapter(fault_server)) as k:
         k.submit("Hi")

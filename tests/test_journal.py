@@ -50,8 +50,16 @@ def test_a_turn_left_open_by_a_crash_is_closed_as_aborted_with_its_calls_balance
         path,
         {"seq": 1, "time": 1.0, "type": "turn/start", "turn": 1, "source": "voice"},
         {"seq": 2, "time": 1.0, "type": "user/message", "turn": 1, "text": "note this"},
-        {"seq": 3, "time": 1.0, "type": "tool/call", "turn": 1, "step": 1, "call_id": "c1", "name": "take_note",
-         "arguments": "{}"},
+        {
+            "seq": 3,
+            "time": 1.0,
+            "type": "tool/call",
+            "turn": 1,
+            "step": 1,
+            "call_id": "c1",
+            "name": "take_note",
+            "arguments": "{}",
+        },
         tail='{"seq": 4, "type": "tool/res',
     )
     journal = Journal(path)
@@ -83,8 +91,9 @@ def test_history_rebuilt_from_the_file_equals_the_live_history(tmp_path: Path) -
     journal.append("user/message", turn=1, text="What time is it?")
     journal.append("tool/call", turn=1, step=1, call_id="c1", name="current_time", arguments='{"tz": "UTC"}')
     journal.append("tool/result", turn=1, step=1, call_id="c1", code="OK", output="12:00")
-    journal.append("assistant/message", turn=1, step=2, text="It is noon.", interrupted=False, heard_ms=900.0,
-                   generated_chars=11)
+    journal.append(
+        "assistant/message", turn=1, step=2, text="It is noon.", interrupted=False, heard_ms=900.0, generated_chars=11
+    )
     journal.append("turn/end", turn=1, outcome="completed")
     live = build_history(journal.events)
     journal.close()

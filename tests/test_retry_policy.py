@@ -89,9 +89,7 @@ def test_rule5_fallback_needs_a_budget_and_a_secondary_provider() -> None:
     trims=st.integers(0, 3),
     fallbacks=st.integers(0, 2),
 )
-def test_rule5_decisions_never_exceed_the_budgets(
-    codes: list[str], retries: int, trims: int, fallbacks: int
-) -> None:
+def test_rule5_decisions_never_exceed_the_budgets(codes: list[str], retries: int, trims: int, fallbacks: int) -> None:
     budgets = Budgets(retries, trims, fallbacks)
     spent, sends = Spent(), 1
     for code in codes:

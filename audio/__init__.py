@@ -1,0 +1,1 @@
+"""Capture, playback with the heard cursor, VAD, echo cancellation, barge-in and fixture devices."""
