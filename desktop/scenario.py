@@ -1,0 +1,109 @@
+"""Fixture scenarios (TOML): who says what, when, into the simulated microphone.
+
+Each problem is a `ScenarioError` naming the file, the entry and the fix.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SAY_KEYS = {"wav", "at", "after_reply_starts", "after_reply_ends", "push_to_talk", "text"}
+TIMING_KEYS = ("at", "after_reply_starts", "after_reply_ends")
+
+
+class ScenarioError(Exception):
+    """The scenario file cannot be played as written."""
+
+
+@dataclass(frozen=True)
+class Say:
+    """One user utterance: a WAV (or typed text) delivered at a time on the session clock or after a reply."""
+
+    wav: Path | None
+    text: str | None
+    timing: str  # one of TIMING_KEYS
+    seconds: float
+    push_to_talk: bool = False
+
+
+@dataclass(frozen=True)
+class Echo:
+    gain: float
+    delay_ms: float
+
+
+@dataclass(frozen=True)
+class Scenario:
+    path: Path
+    says: tuple[Say, ...]
+    echo: Echo | None
+
+
+def load_scenario(path: Path) -> Scenario:
+    if not path.is_file():
+        raise ScenarioError(f"{path}: no such scenario file; see assets/fixtures/ for examples")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise ScenarioError(f"{path}: not valid TOML ({error})") from None
+    unknown = set(raw) - {"say", "echo"}
+    if unknown:
+        raise ScenarioError(f"{path}: unknown table {sorted(unknown)[0]!r}; use [[say]] and [echo]")
+    says = tuple(_say(path, n, entry) for n, entry in enumerate(raw.get("say", []), start=1))
+    if not says:
+        raise ScenarioError(f"{path}: no [[say]] entries; add at least one utterance")
+    _check_order(path, says)
+    return Scenario(path, says, _echo(path, raw.get("echo")))
+
+
+def _say(path: Path, n: int, entry: Any) -> Say:
+    where = f"{path}: [[say]] #{n}"
+    if not isinstance(entry, dict):
+        raise ScenarioError(f"{where}: must be a table")
+    unknown = set(entry) - SAY_KEYS
+    if unknown:
+        raise ScenarioError(f"{where}: unknown key {sorted(unknown)[0]!r}; known: {', '.join(sorted(SAY_KEYS))}")
+    timings = [key for key in TIMING_KEYS if key in entry]
+    if len(timings) != 1:
+        raise ScenarioError(f"{where}: give exactly one of at, after_reply_starts, after_reply_ends")
+    seconds = entry[timings[0]]
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds < 0:
+        raise ScenarioError(f"{where}: {timings[0]} must be a number of seconds >= 0 (a time in the past?)")
+    wav, text = _source(path, where, entry)
+    return Say(wav, text, timings[0], float(seconds), bool(entry.get("push_to_talk", False)))
+
+
+def _source(path: Path, where: str, entry: dict[str, Any]) -> tuple[Path | None, str | None]:
+    if ("wav" in entry) == ("text" in entry):
+        raise ScenarioError(f"{where}: give exactly one of wav (spoken) or text (typed)")
+    if "text" in entry:
+        return None, str(entry["text"])
+    wav = (path.parent / str(entry["wav"])).resolve()
+    if not wav.is_file():
+        raise ScenarioError(f"{where}: WAV file {wav} does not exist; paths are relative to the scenario file")
+    return wav, None
+
+
+def _check_order(path: Path, says: tuple[Say, ...]) -> None:
+    latest = -1.0
+    for n, say in enumerate(says, start=1):
+        if say.timing == "at":
+            if say.seconds < latest:
+                raise ScenarioError(f"{path}: [[say]] #{n} at={say.seconds} is earlier than an utterance before it")
+            latest = say.seconds
+        elif n == 1:
+            raise ScenarioError(f"{path}: [[say]] #1 has no reply before it; give it an 'at' time")
+
+
+def _echo(path: Path, raw: Any) -> Echo | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) - {"gain", "delay_ms"}:
+        raise ScenarioError(f"{path}: [echo] takes only gain and delay_ms")
+    gain, delay = raw.get("gain", 0.4), raw.get("delay_ms", 40)
+    if not (isinstance(gain, int | float) and 0 <= gain <= 2 and isinstance(delay, int | float) and delay >= 0):
+        raise ScenarioError(f"{path}: [echo] gain must be 0..2 and delay_ms >= 0")
+    return Echo(float(gain), float(delay))
