@@ -24,14 +24,21 @@ async def test_take_note_appends_to_its_own_file_only(tmp_path: Path) -> None:
     tool = take_note_tool(notes)
     await tool.body('{"text": "buy  milk", "path": "/etc/passwd"}', CancelSignal())
     await tool.body('{"text": "call Ana"}', CancelSignal())
-    lines = notes.read_text().splitlines()
-    assert [line.split("\t")[1] for line in lines] == ["buy milk", "call Ana"]
+    assert _notes(notes) == ["buy milk", "call Ana"]
     assert tool.side_effects
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    assert _names(tmp_path) == ["notes.txt"]
+
+
+def _notes(path: Path) -> list[str]:
+    return [line.split("\t")[1] for line in path.read_text().splitlines()]
+
+
+def _names(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
 
 
 @pytest.mark.parametrize("raw", ["not json", "[1]", '{"text": "   "}'])
 async def test_take_note_rejects_bad_arguments(tmp_path: Path, raw: str) -> None:
     with pytest.raises(ToolInputError):
         await take_note_tool(tmp_path / "n.txt").body(raw, CancelSignal())
-    assert not (tmp_path / "n.txt").exists()
+    assert _names(tmp_path) == []
