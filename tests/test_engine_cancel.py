@@ -23,6 +23,15 @@ from tests.engine_kit import Kit, kit
 pytestmark = pytest.mark.anyio
 
 
+async def cancel_and_check(k: Kit, *, keep_inbox: bool = False) -> None:
+    """Cancel the live turn; when `cancel()` returns, none of its tasks or thread jobs may still run."""
+    turn = k.conversation.live_turn
+    assert turn is not None
+    await k.conversation.cancel(User(), keep_inbox=keep_inbox)
+    assert turn.quiescent, turn.pending()
+    assert turn.finished.is_set()
+
+
 def assert_closed_cleanly(k: Kit, turn: int = 1) -> None:
     """Exactly one turn/end, every call answered once, nothing of the turn still running."""
     assert len(k.of_type("turn/end", turn)) == 1
@@ -53,7 +62,7 @@ async def test_cancel_during_prompt_assembly_sends_nothing(tmp_path: Path) -> No
     async with kit(tmp_path, prompt=prompt) as k:
         k.submit("Hi")
         await prompt.entered.wait()
-        await k.conversation.cancel(User())
+        await cancel_and_check(k)
         assert k.llm.calls == []
         assert k.of_type("turn/end")[0]["outcome"] == "aborted"
         assert_closed_cleanly(k)
@@ -63,7 +72,7 @@ async def test_cancel_while_the_request_is_pending_closes_the_stream(tmp_path: P
     async with kit(tmp_path, [[Hang()]]) as k:
         k.submit("Hi")
         await k.until(lambda: k.llm.open_streams == 1, "the request")
-        await k.conversation.cancel(User())
+        await cancel_and_check(k)
         assert not k.of_type("assistant/message")
         assert_closed_cleanly(k)
 
@@ -74,7 +83,7 @@ async def test_cancel_mid_stream_keeps_only_the_heard_words(tmp_path: Path) -> N
         k.submit("Count")
         await k.until(lambda: len(k.speech.report(1)) == 3, "three spoken segments")
         await k.clock.advance(0.7)  # 300 ms a word: "One", "two", a third of "three"
-        await k.conversation.cancel(User())
+        await cancel_and_check(k)
         (message,) = k.of_type("assistant/message")
         assert message["text"] == "One two"
         assert message["interrupted"] is True
@@ -89,7 +98,7 @@ async def test_cancel_before_anything_was_heard_writes_no_assistant_message(tmp_
     async with kit(tmp_path, [[Emit(TextDelta("Unheard words")), Hang()]], autojump=False) as k:
         k.submit("Hi")
         await k.until(lambda: bool(k.speech.report(1)), "speech")
-        await k.conversation.cancel(User())
+        await cancel_and_check(k)
         assert not k.of_type("assistant/message")
         assert_closed_cleanly(k)
 
@@ -131,7 +140,7 @@ async def test_cancel_while_a_tool_runs_gives_aborted_and_before_dispatch_for_th
     async with kit(tmp_path, [two_calls], tools=_tools(_tool("slow", slow))) as k:
         k.submit("Do two things")
         await started.wait()
-        await k.conversation.cancel(User())
+        await cancel_and_check(k)
         codes = {e["call_id"]: e["code"] for e in k.of_type("tool/result")}
         assert codes == {"c1": "ABORTED", "c2": "ABORTED_BEFORE_DISPATCH"}
         assert_closed_cleanly(k)
@@ -154,7 +163,7 @@ async def test_cancel_during_approval_is_aborted_before_dispatch(tmp_path: Path)
     async with kit(tmp_path, [tool_reply("write", ['{"x":', "1}"])], tools=registry) as k:
         k.submit("Write it")
         await asked.wait()
-        await k.conversation.cancel(User())
+        await cancel_and_check(k)
         assert [e["code"] for e in k.of_type("tool/result")] == ["ABORTED_BEFORE_DISPATCH"]
         assert ran == []
         assert k.of_type("tool/call")[0]["arguments"] == '{"x":1}'
@@ -197,7 +206,7 @@ async def test_cancel_in_a_thread_job_waits_for_the_thread_to_return(tmp_path: P
     async with kit(tmp_path, [tool_reply("block", ["{}"])], tools=_tools(_tool("block", blocking))) as k:
         k.submit("Go")
         await asyncio.to_thread(inside.wait, 5)
-        await k.conversation.cancel(User())
+        await cancel_and_check(k)
         assert finished.is_set(), "cancel() returned before the worker thread did"
         assert [e["code"] for e in k.of_type("tool/result")] == ["ABORTED"]
         assert_closed_cleanly(k)
@@ -241,7 +250,7 @@ async def test_cancel_without_keep_inbox_clears_queued_input(tmp_path: Path) -> 
         k.submit("one")
         k.submit("two")
         await k.until(lambda: k.llm.open_streams == 1, "first request")
-        await k.conversation.cancel(User())
+        await cancel_and_check(k)
         assert len(k.conversation.inbox) == 0
         k.submit("three")
         await k.until_turn_ended(2)
@@ -260,7 +269,7 @@ async def test_every_turn_gets_a_fresh_signal(tmp_path: Path) -> None:
         assert prompt.signals[0].cancelled
         assert not prompt.signals[1].cancelled
         assert prompt.signals[0] is not prompt.signals[1]
-        await k.conversation.cancel(User())
+        await cancel_and_check(k)
 
 
 async def test_late_events_of_an_old_turn_are_dropped_by_the_gate(tmp_path: Path) -> None:
@@ -274,7 +283,7 @@ async def test_late_events_of_an_old_turn_are_dropped_by_the_gate(tmp_path: Path
         assert not k.conversation.gate.publish(TextGenerated(1, 1, 1, "late tail"))
         assert len(k.events) == before
         assert k.conversation.gate.publish(TextGenerated(2, 1, 1, "live"))
-        await k.conversation.cancel(User())
+        await cancel_and_check(k)
 
 
 async def test_disposing_the_conversation_aborts_the_live_turn_and_waits(tmp_path: Path) -> None:
