@@ -59,8 +59,9 @@ def _local_llm() -> LlmAdapter:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command is None:
-        _parser().print_help()
-        return EXIT_OK
+        from desktop.app import run_app
+
+        return run_app([])
     try:
         return _demo(args)
     except (BadInput, JournalCorrupt) as error:

@@ -6,6 +6,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from adapters.contract import CancelSignal
+from adapters.contract.speech_io import WordTiming
+
+__all__ = ["SpeechKey", "SpeechOutput", "SpokenSegment", "WordTiming"]
 
 
 @dataclass(frozen=True)
@@ -15,16 +18,6 @@ class SpeechKey:
     turn: int
     step: int
     attempt: int
-
-
-@dataclass(frozen=True)
-class WordTiming:
-    """A word of a segment: its characters `[start, end)` in the segment text and its audio span."""
-
-    start: int
-    end: int
-    start_ms: float
-    end_ms: float
 
 
 @dataclass(frozen=True)

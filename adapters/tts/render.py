@@ -1,0 +1,61 @@
+"""One source slice to one `SynthSegment` with Piper, in a worker thread, stopping between sentence chunks."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+from piper import PiperVoice
+
+from adapters.contract.speech_io import SynthSegment, WordTiming
+from adapters.tts.alignment import MIN_MATCH_RATIO, Span, Token, align, phones_of, proportional
+from adapters.tts.speakable import Speakable, to_speakable
+
+# Piper reads "[[ ... ]]" as raw phonemes; model output must never be able to do that.
+_NO_RAW_PHONEMES = str.maketrans("[]", "()")
+
+
+def render(voice: PiperVoice, index: int, source: str, stop: threading.Event) -> SynthSegment | None:
+    """Synthesize `source` (markup is not read aloud); None when `stop` was set before it finished."""
+    speakable = to_speakable(source)
+    spoken = speakable.spoken.translate(_NO_RAW_PHONEMES)
+    tokens = [Token(s, e, _phonemes(voice, spoken[s:e])) for s, e in speakable.words()]
+    audio_parts: list[np.ndarray] = []
+    alignments: list[tuple[str, int]] = []
+    aligned = True
+    for chunk in voice.synthesize(spoken, include_alignments=True):
+        audio_parts.append(chunk.audio_int16_array)
+        if chunk.phoneme_alignments is None:
+            aligned = False
+        else:
+            alignments += [(a.phoneme, int(a.num_samples)) for a in chunk.phoneme_alignments]
+        if stop.is_set():
+            return None
+    audio = np.concatenate(audio_parts) if audio_parts else np.zeros(0, dtype=np.int16)
+    spans, estimated = _spans(tokens, alignments if aligned else None, len(audio))
+    rate = voice.config.sample_rate
+    words = _timings(speakable, tokens, spans, rate)
+    return SynthSegment(index, source, audio.astype(np.int16, copy=False), rate, words, estimated)
+
+
+def _phonemes(voice: PiperVoice, word: str) -> tuple[str, ...]:
+    """How this one word is read on its own (all of espeak's words for it, e.g. "$3.50" gives five)."""
+    return tuple(phoneme for sentence in voice.phonemize(word) for phoneme in sentence)
+
+
+def _spans(tokens: Sequence[Token], alignments: list[tuple[str, int]] | None, total: int) -> tuple[list[Span], bool]:
+    if alignments is None or sum(count for _, count in alignments) != total:
+        return proportional(tokens, total), True
+    spans, ratio = align(tokens, phones_of(alignments))
+    return spans, ratio < MIN_MATCH_RATIO
+
+
+def _timings(speakable: Speakable, tokens: Sequence[Token], spans: Sequence[Span], rate: int) -> tuple[WordTiming, ...]:
+    """Spoken-text word spans back to source characters, samples to milliseconds."""
+    timings: list[WordTiming] = []
+    for span in spans:
+        token = tokens[span.token]
+        start, end = speakable.source_span(token.start, token.end)
+        timings.append(WordTiming(start, end, 1000.0 * span.start / rate, 1000.0 * span.end / rate))
+    return tuple(timings)

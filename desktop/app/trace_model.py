@@ -1,0 +1,84 @@
+"""Per-turn trace (no Qt): attempts and their failure codes, retries and delays, and the turn's timings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.events import AttemptFailed, RetryScheduled, ToolFinished, TurnEnded, TurnStarted
+
+TIMINGS = {
+    "stop_ms": "barge-in → output silent",
+    "quiesce_ms": "cancel → every task, thread and connection of the turn ended",
+    "ttfa_ms": "end of speech → first audio",
+    "llm_ttft_ms": "request sent → first token from the model",
+}
+
+
+@dataclass
+class TurnTrace:
+    turn: int
+    source: str = ""
+    outcome: str = "running"
+    failure: str = ""
+    failure_detail: str = ""
+    attempts: list[str] = field(default_factory=list)
+    retries: list[str] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+    metrics: dict[str, float] = field(default_factory=dict)
+
+    def title(self) -> str:
+        return f"Turn {self.turn} ({self.source}) — {self.outcome}"
+
+    def lines(self) -> list[tuple[str, str]]:
+        """Short lines for the panel, each with a longer explanation for its tooltip."""
+        out = [(line, line) for line in (*self.attempts, *self.retries, *self.tools)]
+        if self.failure:
+            out.append((f"failed: {self.failure}", self.failure_detail))
+        known = [k for k in TIMINGS if k in self.metrics]
+        out += [(f"{k}  {self.metrics[k]:g} ms", TIMINGS[k]) for k in known]
+        out += [(f"{k}  {v:g}", k) for k, v in sorted(self.metrics.items()) if k not in TIMINGS]
+        return out
+
+
+class TraceBook:
+    def __init__(self) -> None:
+        self.turns: dict[int, TurnTrace] = {}
+        self._listeners: list[Callable[[TurnTrace], None]] = []
+
+    def on_change(self, listener: Callable[[TurnTrace], None]) -> None:
+        self._listeners.append(listener)
+
+    def handle(self, event: Any) -> None:
+        turn = getattr(event, "turn", None)
+        if turn is None or not isinstance(event, _TRACED):
+            return
+        trace = self.turns.setdefault(turn, TurnTrace(turn))
+        _apply(trace, event)
+        for listener in list(self._listeners):
+            listener(trace)
+
+
+_TRACED = (TurnStarted, AttemptFailed, RetryScheduled, ToolFinished, TurnEnded)
+
+
+def _apply(trace: TurnTrace, event: Any) -> None:
+    if isinstance(event, TurnStarted):
+        trace.source = event.source
+    elif isinstance(event, AttemptFailed):
+        failure = event.failure
+        step = f"step {event.step} " if event.step > 1 else ""
+        status = f" · HTTP {failure.status}" if failure.status else ""
+        trace.attempts.append(f"{step}attempt {event.attempt} failed: {failure.code}{status}")
+    elif isinstance(event, RetryScheduled):
+        info = event.backoff
+        trace.retries.append(f"retry {info.retry} after {info.delay_ms} ms")
+    elif isinstance(event, ToolFinished):
+        trace.tools.append(f"tool {event.call_id}: {event.code}")
+    elif isinstance(event, TurnEnded):
+        trace.outcome = event.outcome
+        trace.metrics = dict(event.metrics)
+        if event.failure is not None:
+            trace.failure = event.failure.code
+            trace.failure_detail = event.failure.message

@@ -1,0 +1,154 @@
+"""The session's port to the voice pipeline, and the simulated voice this build ships with.
+
+The real pipeline (microphone → VAD → Whisper; Piper → speaker with the heard cursor) plugs
+in by implementing `VoiceIO`; it reports what happens through the `VoiceEvents` it is opened
+with. Every `VoiceEvents` call must happen on the event loop's thread (use
+`loop.call_soon_threadsafe` from audio callbacks and worker threads).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from desktop.app.facts import ModelLoading, Problem
+from desktop.app.wording import voice_not_wired
+from desktop.config import Config
+from engine.clock import Clock
+from engine.events import State
+from engine.inbox import UserInput
+from engine.speech import SpeechOutput
+from engine.testing import FakeSpeechOutput
+
+SIMULATED_MS_PER_WORD = 260.0
+
+
+class VoiceUnavailable(Exception):
+    """The voice cannot do what was asked (no microphone, not wired); `problem` says why and how to fix it."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
+
+class VoiceEvents(Protocol):
+    """What the voice pipeline tells the session."""
+
+    def level(self, value: float) -> None:
+        """Microphone input level, 0..1, a few times a second while the microphone is open."""
+
+    def input_state(self, state: State) -> None:
+        """LISTENING, TRANSCRIBING or IDLE as the capture side moves along."""
+
+    def speech_started(self) -> None:
+        """VAD speech onset (not the assistant's own echo): the session barges in."""
+
+    def utterance(self, item: UserInput) -> None:
+        """A final transcript (`source="voice"`, ASR timings in `metrics`) to answer."""
+
+    def problem(self, problem: Problem) -> None:
+        """Something the person must fix (device gone, model missing)."""
+
+    def loading(self, progress: ModelLoading) -> None:
+        """Progress of loading Whisper, Piper or the VAD model."""
+
+
+@dataclass(frozen=True)
+class VoiceCallbacks:
+    """`VoiceEvents` made of plain callables: how the session hands itself to the voice."""
+
+    level: Callable[[float], None]
+    input_state: Callable[[State], None]
+    speech_started: Callable[[], None]
+    utterance: Callable[[UserInput], None]
+    problem: Callable[[Problem], None]
+    loading: Callable[[ModelLoading], None]
+
+
+class VoiceIO(Protocol):
+    """Microphone and speaker behind one port; `speech` is what the engine speaks through."""
+
+    @property
+    def simulated(self) -> bool: ...
+
+    @property
+    def description(self) -> str:
+        """One honest sentence for the window, e.g. what is simulated."""
+        ...
+
+    @property
+    def speech(self) -> SpeechOutput: ...
+
+    async def open(self, events: VoiceEvents, config: Config) -> None:
+        """Load models and open devices; may raise VoiceUnavailable."""
+
+    async def aclose(self) -> None:
+        """Stop capture and playback and wait until every worker has returned."""
+
+    def start_listening(self) -> None:
+        """Hands-free: VAD decides when the person speaks; may raise VoiceUnavailable."""
+
+    def stop_listening(self) -> None: ...
+
+    def press(self) -> None:
+        """Push-to-talk went down: start capturing (the session has already barged in)."""
+
+    def release(self) -> None:
+        """Push-to-talk went up: end of the utterance; transcribe it and report `utterance`."""
+
+
+class SimulatedVoice:
+    """No microphone; a silent speaker on the real clock that 'speaks' at a fixed rate per word.
+
+    Push-to-talk still works as a barge-in. Utterances queued with `queue_utterance` are
+    delivered on release, as if transcribed; that is how a scenario driver speaks.
+    """
+
+    simulated = True
+
+    def __init__(self, clock: Clock, *, ms_per_word: float = SIMULATED_MS_PER_WORD) -> None:
+        self._speech = FakeSpeechOutput(clock, ms_per_word=ms_per_word)
+        self._ms_per_word = ms_per_word
+        self._events: VoiceEvents | None = None
+        self._scripted: deque[str] = deque()
+
+    @property
+    def description(self) -> str:
+        return (
+            f"Simulated voice: replies are spoken silently at {self._ms_per_word:.0f} ms a word so you can "
+            "interrupt them; the microphone is not wired yet."
+        )
+
+    @property
+    def speech(self) -> FakeSpeechOutput:
+        return self._speech
+
+    async def open(self, events: VoiceEvents, config: Config) -> None:
+        self._events = events
+
+    async def aclose(self) -> None:
+        self._events = None
+
+    def start_listening(self) -> None:
+        raise VoiceUnavailable(voice_not_wired())
+
+    def stop_listening(self) -> None:
+        pass
+
+    def queue_utterance(self, text: str) -> None:
+        self._scripted.append(text)
+
+    def press(self) -> None:
+        if self._events is not None:
+            self._events.input_state(State.LISTENING)
+
+    def release(self) -> None:
+        if self._events is None:
+            return
+        self._events.input_state(State.IDLE)
+        if self._scripted:
+            self._events.utterance(UserInput(self._scripted.popleft(), source="voice"))
+        else:
+            self._events.problem(voice_not_wired())

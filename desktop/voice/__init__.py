@@ -1,0 +1,1 @@
+"""The voice pipeline: microphone → VAD → Whisper → engine → chunker → Piper → speaker, with barge-in."""

@@ -1,0 +1,91 @@
+"""Helpers for desktop tests: bounded waiting, an in-memory keyring, a window around a session."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from keyring.backend import KeyringBackend
+from PySide6.QtWidgets import QAbstractButton, QComboBox, QGroupBox, QLabel, QLineEdit, QTreeWidget, QWidget
+
+from desktop.app.devices import Devices
+from desktop.app.session import Session
+from desktop.app.window import MainWindow
+
+DEVICES = Devices(["Test microphone"], ["Test speaker"])
+
+
+async def until(condition: Callable[[], object], within: float = 10.0, what: str = "") -> None:
+    """Bounded polling while the loop keeps running Qt and asyncio work."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError(f"not true within {within} s: {what or condition}")
+        await asyncio.sleep(0.01)
+
+
+class MemoryKeyring(KeyringBackend):
+    """An in-memory keyring so tests never touch the real OS keyring."""
+
+    priority = 1  # type: ignore[assignment]  # keyring declares it as a class property
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.store: dict[tuple[str, str], str] = {}
+
+    def get_password(self, service: str, username: str) -> str | None:
+        return self.store.get((service, username))
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        self.store[(service, username)] = password
+
+    def delete_password(self, service: str, username: str) -> None:
+        self.store.pop((service, username), None)
+
+
+@asynccontextmanager
+async def running_window(session: Session, config_path: Path) -> AsyncIterator[MainWindow]:
+    """A shown window over a started session; on exit the conversation is disposed and the window deleted."""
+    window = MainWindow(session, config_path=config_path, devices=lambda: DEVICES)
+    window.show()
+    try:
+        await session.start()
+        yield window
+    finally:
+        await window.shutdown()
+        window.close()
+        window.deleteLater()
+
+
+def texts(root: QWidget) -> Iterator[tuple[str, str]]:
+    """Every piece of text a person could see (or hover) in `root` and its children."""
+    for widget in [root, *root.findChildren(QWidget)]:
+        name = type(widget).__name__
+        yield name, widget.windowTitle()
+        yield name, widget.toolTip()
+        yield name, widget.statusTip()
+        yield name, widget.whatsThis()
+        yield from _own_texts(widget, name)
+
+
+def _own_texts(widget: QWidget, name: str) -> Iterator[tuple[str, str]]:
+    if isinstance(widget, QLabel):
+        yield name, widget.text()
+    elif isinstance(widget, QLineEdit):
+        yield name, widget.text()
+        yield name, widget.placeholderText()
+        yield name, widget.displayText()
+    elif isinstance(widget, QAbstractButton):
+        yield name, widget.text()
+    elif isinstance(widget, QComboBox):
+        yield from ((name, widget.itemText(i)) for i in range(widget.count()))
+    elif isinstance(widget, QGroupBox):
+        yield name, widget.title()
+    elif isinstance(widget, QTreeWidget):
+        items = [widget.topLevelItem(i) for i in range(widget.topLevelItemCount())]
+        for item in items:
+            yield name, item.text(0)
+            yield from ((name, item.child(j).text(0)) for j in range(item.childCount()))

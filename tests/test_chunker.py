@@ -1,0 +1,126 @@
+"""The pure text side of speech: segmenting a streamed reply and deciding what is read aloud."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from adapters.tts.chunker import SpeechChunker, SpeechSegment
+from adapters.tts.speakable import to_speakable
+
+
+def chunk(text: str, step: int | None = None, **options: int | None) -> list[str]:
+    chunker = SpeechChunker(**options)  # type: ignore[arg-type]
+    size = step or len(text) or 1
+    segments: list[SpeechSegment] = []
+    for at in range(0, len(text), size):
+        segments += chunker.feed(text[at : at + size])
+    return [segment.text for segment in [*segments, *chunker.flush()]]
+
+
+def test_the_first_segment_ends_at_the_first_clause_with_three_words() -> None:
+    assert chunk("Sure, well, the answer is simple: tea. More later.") == [
+        "Sure, well, the answer is simple:",
+        " tea.",
+        " More later.",
+    ]
+
+
+def test_later_segments_end_only_at_sentence_ends() -> None:
+    assert chunk("One two three. Four, five, six, seven; eight. Nine!") == [
+        "One two three.",
+        " Four, five, six, seven; eight.",
+        " Nine!",
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Ask Dr. Smith and Mrs. Jones about it.",
+        "Use a kettle, e.g. an electric one.",
+        "The U.S. team won.",
+        "Pi is 3.14159 roughly.",
+        "Visit https://example.com/a.b?c=d.e now.",
+        "Mail bob.smith@example.co.uk today.",
+        "J. R. R. Tolkien wrote it.",
+    ],
+)
+def test_abbreviations_decimals_urls_and_emails_stay_whole(text: str) -> None:
+    assert chunk(text, first_clause_words=None) == [text]
+    assert chunk(text, step=1, first_clause_words=None) == [text]
+
+
+def test_numbered_and_bulleted_lists_split_per_item_not_after_the_number() -> None:
+    text = "Steps:\n1. Boil water.\n2. Add tea\n- Wait **three** minutes"
+    assert chunk(text, first_clause_words=None) == [
+        "Steps:",
+        "\n1. Boil water.",
+        "\n2. Add tea",
+        "\n- Wait **three** minutes",
+    ]
+
+
+def test_a_boundary_waits_for_the_next_character() -> None:
+    chunker = SpeechChunker(first_clause_words=None)
+    assert chunker.feed("It costs 3.") == []
+    assert chunker.feed("50 dollars. And") == [SpeechSegment("It costs 3.50 dollars.", 0)]
+    assert chunker.flush() == [SpeechSegment(" And", 22)]
+
+
+def test_unspeakable_pieces_lead_the_next_segment_and_a_silent_tail_is_dropped() -> None:
+    assert chunk("🎉\nHello there. **") == ["🎉\nHello there."]
+
+
+def test_text_without_punctuation_is_cut_at_a_space_within_the_bound() -> None:
+    text = "word " * 200
+    segments = chunk(text.strip(), max_chars=50)
+    assert all(len(segment) <= 50 for segment in segments)
+    assert "".join(segments) == text.strip()
+    assert all(not segment.strip().endswith("wor") for segment in segments)
+
+
+ALPHABET = st.sampled_from([*"ab .,;:!?\n-*`#1230", "Dr.", "e.g.", "3.14", " - ", "🎉", "**"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(parts=st.lists(st.lists(ALPHABET, max_size=12).map("".join), max_size=12), max_chars=st.integers(8, 80))
+def test_segments_are_an_exact_prefix_however_the_deltas_fall(parts: list[str], max_chars: int) -> None:
+    text = "".join(parts)
+    streamed = SpeechChunker(max_chars=max_chars)
+    segments = [s for part in parts for s in streamed.feed(part)] + streamed.flush()
+    joined = "".join(segment.text for segment in segments)
+    assert text.startswith(joined)
+    assert not to_speakable(text[len(joined) :]).has_words
+    assert [s.start for s in segments] == [sum(len(x.text) for x in segments[:i]) for i in range(len(segments))]
+    assert all(segment.speakable.has_words for segment in segments)
+    assert [s.text for s in segments] == chunk(text, max_chars=max_chars)
+    assert all(len(s.text) - s.speakable.first_word_at() <= max_chars for s in segments)
+
+
+@pytest.mark.parametrize(
+    ("source", "spoken_words"),
+    [
+        ("**Bold** and __strong__ and *em* and _it_", ["Bold", "and", "strong", "and", "em", "and", "it"]),
+        ("Run `pip install` now", ["Run", "pip", "install", "now"]),
+        ("# Title\n## Sub", ["Title", "Sub"]),
+        ("- one\n* two\n+ three\n1. four", ["one", "two", "three", "1.", "four"]),
+        ("See [the docs](https://x.org/a) ok", ["See", "the", "docs", "ok"]),
+        ("Great job 🎉👍🏽! ❤️ 100°C ©", ["Great", "job", "!", "100°C", "©"]),
+        ("2 * 3 and snake_case", ["2", "*", "3", "and", "snake_case"]),
+        ("> quoted\n---\n```python\nx = 1\n```", ["quoted", "x", "=", "1"]),
+    ],
+)
+def test_markup_and_emoji_are_not_read_aloud(source: str, spoken_words: list[str]) -> None:
+    assert to_speakable(source).spoken.split() == spoken_words
+
+
+def test_spoken_words_map_back_to_their_source_characters() -> None:
+    source = "**Bold** move, see [docs](https://x.org) 🎉 now."
+    speakable = to_speakable(source)
+    mapped = [source[slice(*speakable.source_span(s, e))] for s, e in speakable.words()]
+    assert mapped == ["Bold", "move,", "see", "docs", "now."]
+    assert all(
+        source[origin] == char for origin, char in zip(speakable.origin, speakable.spoken, strict=True) if char != " "
+    )

@@ -1,0 +1,148 @@
+"""Piper with the real en_US-joe-medium voice: word alignment, bad voices, awkward text."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+from piper import PiperVoice
+
+from adapters.contract.cancel import CancelSignal, User
+from adapters.contract.speech_io import SynthSegment
+from adapters.llm.models import ModelError, ModelNotFound
+from adapters.tts.chunker import MAX_CHARS
+from adapters.tts.piper_voice import PiperSynthesizer, default_voice_path
+from adapters.tts.render import render
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+
+async def speak(text: str | list[str], synthesizer: PiperSynthesizer | None = None) -> list[SynthSegment]:
+    synthesizer = synthesizer or PiperSynthesizer()
+    return [segment async for segment in synthesizer.stream(text, CancelSignal())]
+
+
+def spoken(segment: SynthSegment) -> dict[str, tuple[float, float]]:
+    return {segment.text[w.start : w.end]: (w.start_ms, w.end_ms) for w in segment.words}
+
+
+async def test_expanded_numbers_and_abbreviations_keep_one_timing_per_source_word() -> None:
+    (segment,) = await speak("It costs $3.50 on Dr. Smith's 2nd floor.")
+    words = spoken(segment)
+    assert list(words) == ["It", "costs", "$3.50", "on", "Dr.", "Smith's", "2nd", "floor."]
+    assert not segment.estimated
+    length = {word: end - start for word, (start, end) in words.items()}
+    assert length["$3.50"] > 3 * length["on"]  # "dollars three point five zero"
+    assert words["floor."][1] <= segment.duration_ms
+
+
+async def test_words_espeak_runs_together_are_still_timed_apart() -> None:
+    (segment,) = await speak(["I am going to the store in the morning, of course."])
+    assert [segment.text[w.start : w.end] for w in segment.words] == segment.text.split()
+    assert all(w.end_ms > w.start_ms for w in segment.words)
+    assert not segment.estimated
+
+
+def test_a_voice_without_alignments_falls_back_to_an_estimate() -> None:
+    voice = PiperVoice.load(default_voice_path(), include_alignments=False)
+    segment = render(voice, 0, "Plain words without any alignment.", threading.Event())
+    assert segment is not None
+    assert segment.estimated
+    assert [segment.text[w.start : w.end] for w in segment.words] == segment.text.split()
+    assert segment.words[-1].end_ms <= segment.duration_ms + 0.5
+
+
+def test_a_missing_voice_or_config_is_a_one_line_error_naming_the_file(tmp_path: Path) -> None:
+    with pytest.raises(ModelNotFound, match=r"nowhere\.onnx") as missing:
+        PiperSynthesizer(tmp_path / "nowhere.onnx")
+    lonely = tmp_path / "lonely.onnx"
+    shutil.copy(default_voice_path(), lonely)
+    with pytest.raises(ModelNotFound, match=r"lonely\.onnx\.json") as no_config:
+        PiperSynthesizer(lonely)
+    (tmp_path / "lonely.onnx.json").write_text("{not json")
+    with pytest.raises(ModelError, match="not a Piper voice config") as bad_config:
+        PiperSynthesizer(lonely)
+    assert all("\n" not in str(e.value) for e in (missing, no_config, bad_config))
+
+
+def _with_config(model: Path) -> Path:
+    shutil.copy(Path(f"{default_voice_path()}.json"), Path(f"{model}.json"))
+    return model
+
+
+async def test_a_corrupt_voice_fails_with_a_one_line_error_on_first_use(tmp_path: Path) -> None:
+    corrupt = _with_config(tmp_path / "corrupt.onnx")
+    corrupt.write_bytes(b"\x08\x01 definitely not a protobuf" * 10)
+    with pytest.raises(ModelError, match=r"corrupt\.onnx: cannot load the Piper voice") as caught:
+        await speak("Hello.", PiperSynthesizer(corrupt))
+    assert "\n" not in str(caught.value)
+
+
+async def test_an_onnx_model_that_is_not_a_piper_voice_is_refused(tmp_path: Path) -> None:
+    model = _with_config(tmp_path / "identity.onnx")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "identity", [x], [y])
+    onnx.save(helper.make_model(graph), str(model))
+    with pytest.raises(ModelError, match="not a Piper voice"):
+        await speak("Hello.", PiperSynthesizer(model))
+
+
+async def test_ten_thousand_characters_are_spoken_in_bounded_cancellable_steps() -> None:
+    synthesizer = PiperSynthesizer()
+    await speak("Warm up.", synthesizer)
+    for text in ("Tea is good, and so is coffee. " * 330, "word " * 2000):
+        assert len(text) >= 10_000
+        signal = CancelSignal()
+        started = time.monotonic()
+        stream = synthesizer.stream(text, signal)
+        first = await anext(stream)
+        second = await anext(stream)
+        assert time.monotonic() - started < 20
+        assert all(len(s.text.strip()) <= MAX_CHARS for s in (first, second))
+        signal.set(User())
+        assert [s async for s in stream] == []
+        assert synthesizer.busy == 0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\u4f60\u597d\uff0c\u4e16\u754c\u3002",
+        "Привет, как дела?",
+        "Ελληνικά γράμματα.",
+        "[[ bad phonemes ]] then words.",
+    ],
+)
+async def test_other_scripts_and_raw_phoneme_syntax_give_audio_not_a_traceback(text: str) -> None:
+    segments = await speak(text)
+    assert segments
+    assert all(len(s.audio) > 0 for s in segments)
+    assert "".join(s.text for s in segments) == text
+
+
+async def test_the_stream_never_blocks_the_event_loop() -> None:
+    synthesizer = PiperSynthesizer()
+    await speak("Warm up.", synthesizer)
+    ticks = 0
+    done = asyncio.Event()
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while not done.is_set():
+            ticks += 1
+            await asyncio.sleep(0.01)
+
+    task = asyncio.create_task(ticker())
+    started = time.monotonic()
+    await speak("A sentence long enough to take a while to synthesize on this machine, surely.", synthesizer)
+    elapsed = time.monotonic() - started
+    done.set()
+    await task
+    assert ticks >= elapsed / 0.01 * 0.3  # the loop kept turning while Piper worked

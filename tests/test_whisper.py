@@ -1,0 +1,177 @@
+"""Whisper tiny.en with real audio made by Piper in-process: accuracy, timing agreement, silence, bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile
+
+from adapters.asr.incremental import IncrementalTranscriber
+from adapters.asr.resample import resample
+from adapters.asr.wav import AudioFileError, load_wav
+from adapters.asr.whisper import WhisperTranscriber, default_model_dir
+from adapters.contract.cancel import CancelSignal
+from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, SynthSegment
+from adapters.llm.models import ModelError, ModelNotFound
+from adapters.tts.piper_voice import PiperSynthesizer
+from tests.conformance.speech_harness import until
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+SENTENCES = [
+    "The weather today is sunny with a light breeze.",
+    "Could you remind me to call my sister tomorrow morning?",
+    "I would like two cups of green tea, please.",
+    "The train to London leaves at seven o'clock.",
+    "She bought apples, oranges and bananas at the market.",
+    "Please turn off the lights in the kitchen.",
+    "What time does the museum open on Sundays?",
+    "My favorite book is about a boy who learns magic.",
+    "It's important to drink enough water every day.",
+    "We are planning a trip to the mountains next summer.",
+]
+_NUMBERS = "zero one two three four five six seven eight nine ten eleven twelve".split()
+
+
+def normalise(text: str) -> list[str]:
+    """Lower case, no punctuation, small numbers as words: the differences WER should not count."""
+    words = re.sub(r"[^a-z0-9' ]+", " ", text.lower().replace("-", " ")).split()
+    return [_NUMBERS[int(w)] if w.isdigit() and int(w) < len(_NUMBERS) else w.strip("'") for w in words]
+
+
+def wer(reference: str, hypothesis: str) -> tuple[int, int]:
+    """(word edits, reference words) by Levenshtein distance over normalised words."""
+    ref, hyp = normalise(reference), normalise(hypothesis)
+    row = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        previous, row[0] = row[0], i
+        for j, h in enumerate(hyp, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (r != h))
+    return row[-1], len(ref)
+
+
+def test_wer_normalises_case_punctuation_and_numbers() -> None:
+    assert wer("Two cups, please!", "2 cups please") == (0, 3)
+    assert wer("the cat sat", "the bat sat down") == (2, 3)
+
+
+async def synthesize(text: str) -> SynthSegment:
+    (segment,) = [s async for s in PiperSynthesizer().stream([text], CancelSignal())]
+    return segment
+
+
+def to_16k(audio: np.ndarray, rate: int) -> Samples:
+    return resample((audio.astype(np.float32) / 32768.0).astype(np.float32), rate, ASR_SAMPLE_RATE)
+
+
+async def test_round_trip_of_ten_sentences_has_at_most_ten_percent_word_errors() -> None:
+    transcriber = WhisperTranscriber()
+    edits = total = 0
+    for sentence in SENTENCES:
+        segment = await synthesize(sentence)
+        heard = await transcriber.transcribe(to_16k(segment.audio, segment.sample_rate), CancelSignal())
+        e, n = wer(sentence, heard.text)
+        edits, total = edits + e, total + n
+    assert edits / total <= 0.10, f"WER {edits}/{total}"
+
+
+@pytest.mark.parametrize("fraction", [0.35, 0.6, 0.85])
+async def test_words_timed_before_a_cut_are_the_words_whisper_hears_in_it(fraction: float) -> None:
+    segment = await synthesize("Seven green bottles were standing on the kitchen wall this morning.")
+    cut = int(len(segment.audio) * fraction)
+    cut_ms = 1000.0 * cut / segment.sample_rate
+    timed = [segment.text[w.start : w.end] for w in segment.words if w.end_ms <= cut_ms]
+    heard = await WhisperTranscriber().transcribe(to_16k(segment.audio[:cut], segment.sample_rate), CancelSignal())
+    edits, _ = wer(" ".join(timed), heard.text)
+    assert edits <= 1, (timed, heard.text)  # one word of boundary error: the word at the cut
+
+
+def _noises() -> dict[str, Samples]:
+    rng = np.random.default_rng(3)
+    n = 3 * ASR_SAMPLE_RATE
+    t = np.arange(n) / ASR_SAMPLE_RATE
+    spectrum = np.fft.rfft(rng.standard_normal(n)) / np.sqrt(np.arange(1, n // 2 + 2))
+    pink = np.fft.irfft(spectrum, n)
+    babble = np.sin(2 * np.pi * 150 * t) * (1 + np.sin(2 * np.pi * 4 * t)) * pink
+
+    def level(x: np.ndarray, db: float) -> Samples:
+        scaled: Samples = (x / np.sqrt(np.mean(x**2)) * 10 ** (db / 20)).astype(np.float32)
+        return scaled
+
+    return {"white": level(rng.standard_normal(n), -30), "pink": level(pink, -25), "babble": level(babble, -25),
+            "hum": level(np.sin(2 * np.pi * 50 * t), -20), "silence": np.zeros(n, dtype=np.float32)}  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", sorted(_noises()))
+async def test_silence_and_noise_transcribe_to_no_words(kind: str) -> None:
+    transcript = await WhisperTranscriber().transcribe(_noises()[kind], CancelSignal())
+    assert transcript.words == ()
+    assert transcript.text == ""
+
+
+def test_a_missing_or_incomplete_model_folder_is_a_one_line_error(tmp_path: Path) -> None:
+    with pytest.raises(ModelNotFound, match="absent") as missing:
+        WhisperTranscriber(tmp_path / "absent")
+    (tmp_path / "half").mkdir()
+    (tmp_path / "half" / "model.bin").write_bytes(b"x")
+    with pytest.raises(ModelError, match=r"missing config\.json, tokenizer\.json") as half:
+        WhisperTranscriber(tmp_path / "half")
+    assert "\n" not in str(missing.value) + str(half.value)
+
+
+async def test_a_corrupt_model_fails_on_first_use_with_a_one_line_error(tmp_path: Path) -> None:
+    folder = tmp_path / "corrupt"
+    shutil.copytree(default_model_dir(), folder)
+    (folder / "model.bin").write_bytes(b"\x00garbage" * 1000)
+    with pytest.raises(ModelError, match="cannot load the Whisper model") as caught:
+        await WhisperTranscriber(folder).transcribe(np.zeros(ASR_SAMPLE_RATE, dtype=np.float32) + 0.1, CancelSignal())
+    assert str(folder) in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+async def test_a_stereo_wav_at_another_rate_is_loaded_mono_16k_and_transcribed(tmp_path: Path) -> None:
+    segment = await synthesize("Please turn off the lights in the kitchen.")
+    audio = resample(segment.audio.astype(np.float32) / 32768.0, segment.sample_rate, 44_100)
+    path = tmp_path / "stereo.wav"
+    soundfile.write(str(path), np.stack([audio, audio * 0.5], axis=1), 44_100, subtype="PCM_16")
+    samples, rate = load_wav(path)
+    assert rate == 44_100
+    assert samples.dtype == np.float32
+    assert samples.ndim == 1
+    assert len(samples) == pytest.approx(len(audio) * ASR_SAMPLE_RATE / 44_100, abs=1)
+    heard = await WhisperTranscriber().transcribe(samples, CancelSignal())
+    assert wer("Please turn off the lights in the kitchen.", heard.text)[0] <= 1
+
+
+def test_an_unreadable_or_missing_wav_is_a_one_line_error_naming_the_file(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.wav"
+    broken.write_bytes(b"RIFF\x00\x00\x00\x00WAVEfmt garbage")
+    for path in (broken, tmp_path / "missing.wav"):
+        with pytest.raises(AudioFileError) as caught:
+            load_wav(path)
+        assert str(path) in str(caught.value)
+        assert "\n" not in str(caught.value)
+
+
+async def test_incremental_transcription_has_the_final_ready_when_speech_ends() -> None:
+    transcriber = WhisperTranscriber()
+    segment = await synthesize("Could you remind me to call my sister tomorrow morning?")
+    speech = to_16k(segment.audio, segment.sample_rate)
+    incremental = IncrementalTranscriber(transcriber, interval_s=0.3)
+    signal = CancelSignal()
+    runner = asyncio.create_task(incremental.run(signal))
+    for at in range(0, len(speech), 1600):
+        incremental.append(speech[at : at + 1600])
+        await asyncio.sleep(0.025)  # four times real time
+    assert await until(lambda: incremental.covered_s * ASR_SAMPLE_RATE >= len(speech), bound_s=30.0)
+    incremental.append(np.zeros(ASR_SAMPLE_RATE // 2, dtype=np.float32))  # the VAD's hang-over
+    final = await incremental.finish(signal)
+    await runner
+    assert incremental.reused_final
+    assert incremental.passes >= 2
+    assert final.text == (await transcriber.transcribe(speech, CancelSignal())).text
