@@ -26,7 +26,38 @@ def _parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="the engine with a real LLM and a simulated speaker, with a barge-in")
     demo.add_argument("--out", type=Path, default=Path("out/demo"), help="where journal.jsonl goes")
     demo.add_argument("--llm", choices=("local", "fake"), default="local")
+    run = commands.add_parser("run", help="a spoken conversation from a scenario (or typed turns), offline")
+    given = run.add_mutually_exclusive_group(required=True)
+    given.add_argument("--fixture", type=Path, metavar="SCENARIO.toml", help="a scenario file (see assets/fixtures/)")
+    given.add_argument("--text", action="append", metavar="MESSAGE", help="a typed turn (repeatable)")
+    run.add_argument("--out", type=Path, required=True, help="writes journal.jsonl, output.wav and report.json here")
+    run.add_argument("--fast", action="store_true", help="skip idle time (model work still takes real time)")
+    run.add_argument("--llm", choices=("local", "openai"), help="the embedded model or an OpenAI-compatible server")
+    run.add_argument("--llm-base-url", metavar="URL")
+    run.add_argument("--llm-model", metavar="NAME")
+    run.add_argument("--retries", type=int, metavar="N")
+    run.add_argument("--idle-timeout", type=float, metavar="SECONDS")
+    run.add_argument("--config", type=Path, metavar="FILE", help="a config TOML instead of the user config")
     return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    from desktop.config import load, with_llm
+    from desktop.scenario import load_scenario
+    from desktop.voice.fixture_run import run_session
+
+    config = with_llm(
+        load(args.config),
+        provider=args.llm,
+        base_url=args.llm_base_url,
+        model=args.llm_model,
+        retries=args.retries,
+        idle_timeout=args.idle_timeout,
+    )
+    scenario = load_scenario(args.fixture) if args.fixture else None
+    print(asyncio.run(run_session(scenario, args.text or [], config, args.out, args.fast)))
+    print(f"wrote {args.out / 'journal.jsonl'}, {args.out / 'output.wav'}, {args.out / 'report.json'}")
+    return EXIT_OK
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -63,10 +94,31 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_app([])
     try:
-        return _demo(args)
-    except (BadInput, JournalCorrupt) as error:
+        return {"demo": _demo, "run": _run}[args.command](args)
+    except _bad_input() as error:
         print(f"parley: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
+
+
+def _bad_input() -> tuple[type[Exception], ...]:
+    """Every error that means "your input is wrong", not "Parley is broken"."""
+    from adapters.asr.wav import AudioFileError
+    from adapters.llm.models import ModelError
+    from audio.events import AudioError
+    from desktop.config import ConfigError
+    from desktop.scenario import ScenarioError
+    from desktop.voice.assembly import BadInput as AssemblyBadInput
+
+    return (
+        BadInput,
+        AssemblyBadInput,
+        JournalCorrupt,
+        ConfigError,
+        ScenarioError,
+        ModelError,
+        AudioError,
+        AudioFileError,
+    )
 
 
 if __name__ == "__main__":

@@ -70,6 +70,7 @@ class Conversation:
         self._state = State.IDLE
         self.backoff: BackoffInfo | None = None
         self._cancelled_at: dict[int, float] = {}
+        self._record: TurnRecord | None = None
 
     @property
     def state(self) -> State:
@@ -84,6 +85,17 @@ class Conversation:
 
     def submit(self, item: UserInput) -> None:
         self.inbox.put(item)
+
+    def record(self, type_: str, **fields: Any) -> None:
+        """Put an outside fact (a barge-in, a resumed reply) on the record, under the live turn if there is one."""
+        if self._live is not None:
+            fields["turn"] = self._live.id
+        self.parts.journal.append(type_, **fields)
+
+    def add_metrics(self, turn: int, **values: float) -> None:
+        """Measurements made outside the engine (audio timing) for the live turn's `metrics/turn`."""
+        if self._live is not None and self._live.id == turn and self._record is not None:
+            self._record.metrics.update(values)
 
     def set_input_state(self, state: State) -> None:
         """Listening/transcribing/idle as reported by the audio side; shown while no turn is live."""
@@ -122,7 +134,7 @@ class Conversation:
         self.parts.journal.append("user/message", turn=turn.id, text=item.text)
         self.gate.publish(TurnStarted(turn.id, item.source, item.text))
         self._set_state(State.THINKING, None)
-        record = TurnRecord(metrics=dict(item.metrics))
+        record = self._record = TurnRecord(metrics=dict(item.metrics))
         body = turn.spawn(self._answer(turn, record), "answer")
         await asyncio.wait({body})
         outcome, failure = self._outcome(turn, body)
@@ -212,7 +224,7 @@ class Conversation:
         )
         self.runner.phase_codes.clear()
         self.gate.publish(TurnEnded(turn.id, outcome, failure, dict(record.metrics)))
-        self._live, self.gate.live = None, None
+        self._live, self.gate.live, self._record = None, None, None
         self._set_state(self._input_state, None)
         turn.finished.set()
 

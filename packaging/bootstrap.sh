@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
     libportaudio2 libsndfile1
+    # real-device tests: PulseAudio null sinks reached through ALSA's "pulse" device
+    pulseaudio pulseaudio-utils libasound2-plugins
     # Qt (offscreen and xcb) and the Xvfb screenshot test
     xvfb libegl1 libgl1 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1 libdbus-1-3 fonts-dejavu-core
     libx11-xcb1 libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0

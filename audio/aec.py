@@ -1,0 +1,85 @@
+"""Echo cancellation: WebRTC's audio processing module (via the `livekit` package) in 10 ms frames.
+
+The playback reference comes from a ReferenceTap, read on the microphone's timeline (both are stamped in
+clock seconds), `lead_ms` ahead; the module is told that lead as its stream delay and its own delay
+estimator finds the rest of the acoustic path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from audio.events import EchoCancellerUnavailable
+from audio.ports import RATE, Frame, ReferenceReader
+
+CHUNK = RATE // 100  # 10 ms, the only frame size the module takes
+
+
+def _to_pcm(samples: np.ndarray) -> np.ndarray:
+    return np.clip(np.round(samples * 32767.0), -32768, 32767).astype(np.int16)
+
+
+class EchoCanceller:
+    """Frames in, cleaned frames out (in 10 ms steps, so a frame may come out split or held back a little).
+
+    With `enabled=False` it passes audio through untouched, which the tests use to show the echo it removes.
+    """
+
+    def __init__(
+        self,
+        reference: ReferenceReader | None,
+        *,
+        enabled: bool = True,
+        lead_ms: int = 0,
+        noise_suppression: bool = False,
+    ) -> None:
+        self.enabled = enabled and reference is not None
+        self._reference = reference
+        self._lead_ms = lead_ms
+        self._pending = np.zeros(0, dtype=np.float32)
+        self._pending_at = 0.0
+        self._position = 0
+        self._apm: Any = None
+        self._frame_type: Any = None
+        if self.enabled:
+            try:
+                from livekit import rtc
+            except ImportError as error:
+                raise EchoCancellerUnavailable(
+                    "echo cancellation needs the `livekit` package (pip install livekit), or switch it off"
+                ) from error
+            self._frame_type = rtc.AudioFrame
+            self._apm = rtc.AudioProcessingModule(
+                echo_cancellation=True, noise_suppression=noise_suppression, high_pass_filter=True
+            )
+
+    def process(self, frame: Frame) -> list[Frame]:
+        if not self.enabled:
+            return [frame]
+        if len(self._pending) == 0:
+            self._pending_at = frame.at
+            if self._position == 0:
+                self._position = frame.position
+        self._pending = np.concatenate([self._pending, frame.samples])
+        usable = len(self._pending) // CHUNK * CHUNK
+        if usable == 0:
+            return []
+        block, self._pending = self._pending[:usable], self._pending[usable:]
+        at = self._pending_at
+        cleaned = np.concatenate([self._chunk(block[i : i + CHUNK], at + i / RATE) for i in range(0, usable, CHUNK)])
+        out = Frame(cleaned, at, self._position)
+        self._position += usable
+        self._pending_at = at + usable / RATE
+        return [out]
+
+    def _chunk(self, mic: np.ndarray, at: float) -> np.ndarray:
+        assert self._reference is not None
+        far = self._reference.read(at + self._lead_ms / 1000.0, CHUNK)
+        reverse = self._frame_type(_to_pcm(far).tobytes(), RATE, 1, CHUNK)
+        self._apm.process_reverse_stream(reverse)
+        near = self._frame_type(_to_pcm(mic).tobytes(), RATE, 1, CHUNK)
+        self._apm.set_stream_delay_ms(self._lead_ms)
+        self._apm.process_stream(near)
+        return np.frombuffer(bytes(near.data), dtype=np.int16).astype(np.float32) / 32768.0

@@ -1,0 +1,116 @@
+"""Barge-in: speech onset (after echo cancellation) or push-to-talk while the assistant thinks or speaks.
+
+On a barge-in the output pauses at once; `resolve` then asks the caller (the transcriber) whether the speech held
+words: no words within the window resumes the reply where it stopped, words (or no answer in time) confirm it and
+the caller cancels the turn. Push-to-talk is confirmed at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from audio.events import BargeIn, BargeInConfirmed, FalseBargeInResumed
+from audio.ports import Clock
+
+Fact = BargeIn | BargeInConfirmed | FalseBargeInResumed
+
+
+class Pausable(Protocol):
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+
+class BargeInDetector:
+    """Feed it the VAD's speech run after each frame; it reports facts through the return values and `on_fact`."""
+
+    def __init__(
+        self,
+        output: Pausable,
+        clock: Clock,
+        *,
+        min_speech_ms: float = 80.0,
+        resolve_window_ms: float = 1500.0,
+        max_echo_suppression_db: float = 10.0,
+        on_fact: Callable[[Fact], None] | None = None,
+    ) -> None:
+        self._output = output
+        self._clock = clock
+        self.min_speech_ms = min_speech_ms
+        self.resolve_window_ms = resolve_window_ms
+        self.max_echo_suppression_db = max_echo_suppression_db
+        self._on_fact = on_fact
+        self._armed = False
+        self._pending: BargeIn | None = None  # fired, not yet resolved
+
+    @property
+    def armed(self) -> bool:
+        return self._armed
+
+    def arm(self) -> None:
+        """The assistant is thinking or speaking: interruptions count from now."""
+        self._armed = True
+
+    def disarm(self) -> None:
+        self._armed = False
+        self._pending = None
+
+    def advance(self, audio_time: float, voiced_ms: float, echo_suppressed_db: float = 0.0) -> BargeIn | None:
+        """The VAD has judged audio up to `audio_time` and hears `voiced_ms` of unbroken speech: fire once it
+        lasts the minimum (a lone blip does not) and the echo canceller did not remove more than
+        `max_echo_suppression_db` from that stretch (then it was mostly the assistant's own voice)."""
+        if not self._armed or self._pending is not None or voiced_ms + 1e-6 < self.min_speech_ms:
+            return None
+        if echo_suppressed_db > self.max_echo_suppression_db:
+            return None
+        return self._fire(BargeIn(audio_time - voiced_ms / 1000.0, "vad", audio_time))
+
+    def push_to_talk(self, at: float | None = None) -> BargeInConfirmed | None:
+        """A push-to-talk press: while armed it interrupts at once, no resolve step."""
+        if not self._armed:
+            return None
+        now = self._clock.now()
+        self._output.pause()
+        pressed = at if at is not None else now
+        self._emit(BargeIn(pressed, "push_to_talk", now))
+        return self._confirm(BargeIn(pressed, "push_to_talk", now))
+
+    async def resolve(
+        self, barge_in: BargeIn, has_words: Callable[[], Awaitable[bool]]
+    ) -> BargeInConfirmed | FalseBargeInResumed:
+        """Ask `has_words` (bounded by the window); resume on a clear "no", confirm otherwise."""
+        task = asyncio.ensure_future(has_words())
+        window = asyncio.ensure_future(self._clock.sleep(self.resolve_window_ms / 1000.0))
+        try:
+            await asyncio.wait({task, window}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for pending in (task, window):
+                pending.cancel()
+            await asyncio.wait({task, window})  # quiescence: the predicate has really ended
+        words = task.result() if task.done() and not task.cancelled() and task.exception() is None else None
+        if words is False and self._pending is barge_in:
+            self._pending = None
+            self._output.resume()
+            resumed = FalseBargeInResumed(barge_in.at, self._clock.now())
+            self._emit(resumed)
+            return resumed
+        return self._confirm(barge_in)
+
+    def _fire(self, barge_in: BargeIn) -> BargeIn:
+        self._output.pause()
+        self._pending = barge_in
+        self._emit(barge_in)
+        return barge_in
+
+    def _confirm(self, barge_in: BargeIn) -> BargeInConfirmed:
+        self._pending = None
+        self._armed = False
+        confirmed = BargeInConfirmed(barge_in.at, barge_in.source, self._clock.now())
+        self._emit(confirmed)
+        return confirmed
+
+    def _emit(self, fact: Fact) -> None:
+        if self._on_fact is not None:
+            self._on_fact(fact)

@@ -1,0 +1,183 @@
+"""The microphone: a sounddevice InputStream whose callback never blocks, feeding 16 kHz frames to asyncio."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import numpy as np
+import soxr
+
+from audio.devices import resolve_device, sounddevice
+from audio.events import AudioUnavailable, CaptureFailed
+from audio.ports import RATE, Frame, run_blocking
+
+STALL_S = 1.0  # no audio for this long while running is a failure, not a wait
+RESYNC_S = 0.2  # ADC stamps this far off the sample clock re-anchor it (smaller jitter would upset the AEC)
+
+
+class FrameQueue:
+    """Bounded hand-over from a foreign thread to the loop: `put` never blocks; overflow drops the oldest."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, maxlen: int) -> None:
+        self._loop = loop
+        self._items: collections.deque[Any] = collections.deque(maxlen=maxlen)
+        self._wake = asyncio.Event()
+        self._wake_pending = False
+        self.dropped = 0
+
+    def put(self, item: Any) -> None:
+        """From any thread: an append and, at most once per wake-up, a call_soon_threadsafe."""
+        if len(self._items) == self._items.maxlen:
+            self.dropped += 1
+        self._items.append(item)
+        self.wake()
+
+    def wake(self) -> None:
+        if self._wake_pending:
+            return
+        self._wake_pending = True
+        try:
+            self._loop.call_soon_threadsafe(self._wake.set)
+        except RuntimeError:  # loop closed: nobody will read
+            pass
+
+    async def get(self) -> Any | None:
+        """The next item, or None once woken with nothing queued (a failure or close happened)."""
+        while not self._items:
+            self._wake.clear()
+            self._wake_pending = False
+            if self._items:
+                break
+            await self._wake.wait()
+            if not self._items:
+                return None
+        return self._items.popleft()
+
+
+class Microphone:
+    """Captures mono audio from a device (by name, index or the default) as 16 kHz float32 Frames.
+
+    The device runs at 16 kHz when it can; otherwise at its own rate, resampled once on the loop side.
+    A failing device ends `frames()` with a CaptureFailed item; `start()` raises AudioUnavailable.
+    """
+
+    def __init__(
+        self,
+        device: str | int | None = None,
+        *,
+        block_s: float = 0.02,
+        max_frames: int = 100,
+        latency: float | str = "low",
+        stall_s: float = STALL_S,
+    ) -> None:
+        self._device = device
+        self._block_s = block_s
+        self._max_frames = max_frames
+        self._latency = latency
+        self._stall_s = stall_s
+        self._stream: Any = None
+        self._queue: FrameQueue | None = None
+        self._resampler: soxr.ResampleStream | None = None
+        self._failure: CaptureFailed | None = None
+        self._closing = False
+        self._position = 0
+        self._anchor_at = 0.0
+        self._anchor_position = 0
+        self.resyncs = 0
+        self.rate = RATE
+        self.device_rate = RATE
+        self.device_name = ""
+        self.overflows = 0
+
+    @property
+    def dropped(self) -> int:
+        return self._queue.dropped if self._queue is not None else 0
+
+    async def start(self) -> None:
+        self._queue = FrameQueue(asyncio.get_running_loop(), self._max_frames)
+        await run_blocking(self._open)
+
+    def _open(self) -> None:
+        sd = sounddevice()
+        info = resolve_device(self._device, "input")
+        self.device_name = info.name
+        try:
+            sd.check_input_settings(device=info.index, samplerate=RATE, channels=1, dtype="float32")
+        except sd.PortAudioError:
+            self.device_rate = round(info.default_rate)
+            self._resampler = soxr.ResampleStream(self.device_rate, RATE, 1, dtype="float32")
+        try:
+            self._stream = sd.InputStream(
+                device=info.index,
+                samplerate=self.device_rate,
+                channels=1,
+                dtype="float32",
+                blocksize=round(self.device_rate * self._block_s),
+                latency=self._latency,
+                callback=self._callback,
+                finished_callback=self._finished,
+            )
+            self._stream.start()
+        except sd.PortAudioError as error:
+            raise AudioUnavailable(f"cannot open input device {info.name!r}: {error}") from error
+
+    def _callback(self, indata: np.ndarray, frames: int, times: Any, status: Any) -> None:
+        at = (times.inputBufferAdcTime or times.currentTime) + time.monotonic() - times.currentTime
+        if status.input_overflow:
+            self.overflows += 1
+        assert self._queue is not None
+        self._queue.put((indata[:, 0].copy(), at))
+
+    def _finished(self) -> None:
+        if not self._closing and self._queue is not None:
+            self._failure = CaptureFailed("the input device stopped (unplugged, taken away or the sound server quit)")
+            self._queue.wake()
+
+    async def frames(self) -> AsyncIterator[Frame | CaptureFailed]:
+        """Frames in capture order; ends after a CaptureFailed, or quietly after close()."""
+        assert self._queue is not None, "start() the microphone first"
+        while not self._closing:
+            try:
+                async with asyncio.timeout(self._stall_s):
+                    item = await self._queue.get()
+            except TimeoutError:
+                item = None
+                if self._failure is None and not self._closing:
+                    self._failure = CaptureFailed(f"no audio from the input device for {self._stall_s:g} s")
+            if item is not None:
+                frame = self._frame(*item)
+                if frame is not None:
+                    yield frame
+            elif self._failure is not None and not self._closing:
+                yield self._failure
+                return
+
+    def _frame(self, block: np.ndarray, at: float) -> Frame | None:
+        if self._resampler is not None:
+            converted = np.asarray(self._resampler.resample_chunk(block), dtype=np.float32)
+            at += len(block) / self.device_rate - len(converted) / RATE  # the output ends where the input ended
+            block = converted
+        if len(block) == 0:
+            return None
+        # stamps follow the sample clock; the callback's jittery ADC times only re-anchor it on a real jump
+        predicted = self._anchor_at + (self._position - self._anchor_position) / RATE
+        if self._position == 0 or abs(at - predicted) > RESYNC_S:
+            self._anchor_at, self._anchor_position = at, self._position
+            self.resyncs += 1
+        else:
+            at = predicted
+        frame = Frame(block, at, self._position)
+        self._position += len(block)
+        return frame
+
+    async def close(self) -> None:
+        self._closing = True
+        stream, self._stream = self._stream, None
+        if self._queue is not None:
+            self._queue.wake()
+        if stream is not None:
+            await run_blocking(lambda: (stream.abort(ignore_errors=True), stream.close(ignore_errors=True)))

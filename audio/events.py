@@ -1,0 +1,90 @@
+"""Facts the audio layer reports (frozen, past tense) and the errors it raises (one clear line each)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+BargeInSource = Literal["vad", "push_to_talk"]
+
+
+@dataclass(frozen=True)
+class CaptureFailed:
+    """The microphone stopped delivering audio (unplugged, taken away, stalled)."""
+
+    reason: str
+
+    @property
+    def message(self) -> str:
+        return f"microphone failed: {self.reason}"
+
+
+@dataclass(frozen=True)
+class PlaybackFailed:
+    """The output device stopped taking audio."""
+
+    reason: str
+
+    @property
+    def message(self) -> str:
+        return f"speaker failed: {self.reason}"
+
+
+@dataclass(frozen=True)
+class SpeechStarted:
+    """Speech began at `at` (clock seconds of its first window); reported once it lasted the minimum."""
+
+    at: float
+
+
+@dataclass(frozen=True)
+class SpeechEnded:
+    """Speech ended at `at` (clock seconds of the first silent window); reported after the hangover."""
+
+    at: float
+
+
+@dataclass(frozen=True)
+class BargeIn:
+    """The person started talking (or pressed push-to-talk) over the assistant; output was paused."""
+
+    at: float
+    source: BargeInSource
+    detected_at: float
+
+
+@dataclass(frozen=True)
+class BargeInConfirmed:
+    """The interruption holds words (or was push-to-talk): the caller cancels the turn."""
+
+    at: float
+    source: BargeInSource
+    confirmed_at: float
+
+
+@dataclass(frozen=True)
+class FalseBargeInResumed:
+    """The interruption held no words: the paused reply resumed where it stopped."""
+
+    at: float
+    resumed_at: float
+
+
+class AudioError(Exception):
+    """Base of the audio layer's errors; `str(error)` is one line naming the problem and the fix."""
+
+
+class AudioUnavailable(AudioError):
+    """No PortAudio, no device, or a device that cannot be opened."""
+
+
+class WavError(AudioError):
+    """A WAV file that cannot be read."""
+
+
+class VadUnavailable(AudioError):
+    """The Silero VAD model cannot be loaded."""
+
+
+class EchoCancellerUnavailable(AudioError):
+    """The WebRTC audio processing module cannot be loaded."""

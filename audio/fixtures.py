@@ -1,0 +1,151 @@
+"""Fixture devices with the real ones' protocols: WAV files on a timeline as the microphone, a recording sink
+as the speaker, and an echo mixer that plays the speaker back into the microphone. They run on any Clock:
+real time with SystemClock, or a VirtualClock, frame by frame (20 ms) as time advances.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import numpy as np
+
+from audio.events import CaptureFailed
+from audio.playout import CoreSink
+from audio.ports import RATE, AudioSink, AudioSource, Clock, Frame
+from audio.wav import load_wav, save_wav
+
+
+class FileSource:
+    """A microphone that hears the clips placed on its timeline (seconds after `start()`), silence elsewhere."""
+
+    def __init__(self, clock: Clock, *, frame_s: float = 0.02, duration_s: float | None = None) -> None:
+        self._clock = clock
+        self._frame = round(frame_s * RATE)
+        self._duration = duration_s
+        self._clips: list[tuple[int, np.ndarray]] = []
+        self._t0: float | None = None
+        self._closed = False
+        self.dropped = 0
+
+    def add(self, clip: str | Path | np.ndarray, at_s: float, gain: float = 1.0) -> None:
+        """Place a WAV file (any rate/channels, converted) or 16 kHz samples at `at_s` on the timeline."""
+        samples = load_wav(clip) if isinstance(clip, (str, Path)) else np.asarray(clip, dtype=np.float32)
+        self._clips.append((round(at_s * RATE), samples * np.float32(gain)))
+
+    @property
+    def started_at(self) -> float:
+        assert self._t0 is not None, "start() the source first"
+        return self._t0
+
+    async def start(self) -> None:
+        self._t0 = self._clock.now()
+
+    async def frames(self) -> AsyncIterator[Frame | CaptureFailed]:
+        t0 = self.started_at
+        k = 0
+        while not self._closed and (self._duration is None or k * self._frame < self._duration * RATE):
+            await self._clock.sleep(t0 + (k + 1) * self._frame / RATE - self._clock.now())
+            if self._closed:
+                return
+            yield Frame(self._mix(k * self._frame, self._frame), t0 + k * self._frame / RATE, k * self._frame)
+            k += 1
+
+    def _mix(self, start: int, n: int) -> np.ndarray:
+        out = np.zeros(n, dtype=np.float32)
+        for offset, clip in self._clips:
+            lo, hi = max(start, offset), min(start + n, offset + len(clip))
+            if hi > lo:
+                out[lo - start : hi - start] += clip[lo - offset : hi - offset]
+        return out
+
+    async def close(self) -> None:
+        self._closed = True
+
+
+class RecordingSink(CoreSink):
+    """A speaker that renders a block every `block_s`, audible `latency_s` later, and records all of it."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        rate: int = 22050,
+        block_s: float = 0.01,
+        latency_s: float = 0.03,
+        path: str | Path | None = None,
+    ) -> None:
+        super().__init__(clock, rate, max(1, round(rate * block_s)))
+        self.latency_s = latency_s
+        self._path = Path(path) if path is not None else None
+        self._blocks: list[np.ndarray] = []
+        self._task: asyncio.Task[None] | None = None
+        self._t0 = 0.0
+
+    @property
+    def recording_start(self) -> float:
+        """Clock time at which the recording's first sample was audible."""
+        return self._t0 + self.latency_s
+
+    def recording(self) -> np.ndarray:
+        return np.concatenate(self._blocks) if self._blocks else np.zeros(0, dtype=np.float32)
+
+    async def start(self) -> None:
+        self._t0 = self._clock.now()
+        self._task = asyncio.create_task(self._run())
+
+    def _flush(self) -> None:
+        """Like the real device's abort: blocks rendered for after `now` were never played."""
+        now = self._clock.now()
+        keep = max(0, round((now - self.recording_start) * self.rate))
+        seen = 0
+        for block in self._blocks:
+            if seen + len(block) > keep:
+                block[max(0, keep - seen) :] = 0.0
+            seen += len(block)
+        super()._flush()
+
+    async def _run(self) -> None:
+        k = 0
+        while True:
+            block = np.zeros(self._block, dtype=np.float32)
+            self._core.render(block, self._t0 + k * self.block_s + self.latency_s)
+            self._blocks.append(block)
+            k += 1
+            await self._clock.sleep(self._t0 + k * self.block_s - self._clock.now())
+
+    async def close(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.wait({task})
+        if self._path is not None:
+            save_wav(self._path, self.recording(), self.rate)
+
+
+class EchoMixer:
+    """Wraps a source: each frame also hears `gain` x what `sink` played `delay_s` earlier (loudspeaker echo)."""
+
+    def __init__(self, source: AudioSource, sink: AudioSink, *, gain: float = 0.5, delay_s: float = 0.04) -> None:
+        self._source = source
+        self._tap = sink.tap()
+        self.gain = gain
+        self.delay_s = delay_s
+
+    @property
+    def dropped(self) -> int:
+        return self._source.dropped
+
+    async def start(self) -> None:
+        await self._source.start()
+
+    async def frames(self) -> AsyncIterator[Frame | CaptureFailed]:
+        async for item in self._source.frames():
+            if isinstance(item, Frame):
+                echo = self._tap.read(item.at - self.delay_s, len(item.samples))
+                item = Frame(item.samples + np.float32(self.gain) * echo, item.at, item.position)
+            yield item
+
+    async def close(self) -> None:
+        await self._source.close()

@@ -1,0 +1,116 @@
+"""Shared shapes: the clock, a captured frame, the source and sink protocols, and a quiescent thread helper."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable, Hashable
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+import numpy as np
+
+from audio.events import CaptureFailed, PlaybackFailed
+
+RATE = 16000  # what VAD, AEC and ASR consume: 16 kHz mono float32
+SegmentId = Hashable
+T = TypeVar("T")
+
+
+class Clock(Protocol):
+    """Structurally the engine's clock (now/sleep), so its VirtualClock fits without importing it."""
+
+    def now(self) -> float: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class SystemClock:
+    """Monotonic time on the running loop; the time base of the real devices' timestamps."""
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds))
+
+
+@dataclass(frozen=True, eq=False)
+class Frame:
+    """Mono float32 samples at RATE; `at` is the clock time of the first sample, `position` its stream index."""
+
+    samples: np.ndarray
+    at: float
+    position: int
+
+    @property
+    def end(self) -> float:
+        return self.at + len(self.samples) / RATE
+
+
+@dataclass(frozen=True)
+class SegmentProgress:
+    duration_ms: float
+    handed_ms: float  # given to the device (it will be heard unless the device fails)
+    played_ms: float  # reached the DAC by now
+
+
+class AudioSource(Protocol):
+    """A microphone: 16 kHz mono frames in order, or a CaptureFailed as the last item."""
+
+    @property
+    def dropped(self) -> int: ...
+
+    async def start(self) -> None: ...
+
+    def frames(self) -> AsyncIterator[Frame | CaptureFailed]: ...
+
+    async def close(self) -> None: ...
+
+
+class ReferenceReader(Protocol):
+    def read(self, at: float, n: int) -> np.ndarray: ...
+
+
+class AudioSink(Protocol):
+    """A speaker with the heard cursor, keyed by turn and segment."""
+
+    @property
+    def rate(self) -> int: ...
+
+    @property
+    def failure(self) -> PlaybackFailed | None: ...
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    def tap(self) -> ReferenceReader: ...
+
+    def enqueue(self, turn: int, segment: SegmentId, samples: np.ndarray, rate: int | None = None) -> bool: ...
+
+    def stop(self, turn: int) -> dict[SegmentId, float]: ...
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+    def played_ms(self, turn: int, segment: SegmentId) -> float: ...
+
+    def progress(self, turn: int) -> dict[SegmentId, SegmentProgress]: ...
+
+    def discard(self, turn: int, segments: list[SegmentId]) -> None: ...
+
+    def release(self, turn: int) -> None: ...
+
+    async def drain(self, turn: int) -> None: ...
+
+
+async def run_blocking(fn: Callable[[], T]) -> T:
+    """Run `fn` in the loop's bounded executor; on cancellation wait for the thread to return, then re-raise."""
+    future = asyncio.get_running_loop().run_in_executor(None, fn)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        await asyncio.wait({future})
+        raise

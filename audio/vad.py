@@ -1,0 +1,136 @@
+"""Silero VAD (the ONNX model faster-whisper ships) streaming over 512-sample windows, with hysteresis.
+
+Time is counted in samples: a window's time is its frame's `at` plus its offset, so the hangover needs no clock.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from audio.events import SpeechEnded, SpeechStarted, VadUnavailable
+from audio.ports import RATE, Frame
+
+WINDOW = 512  # samples at 16 kHz (32 ms), what Silero v5/v6 expects
+CONTEXT = 64  # samples of the previous window prepended to each window
+
+
+def default_model_path() -> Path:
+    try:
+        import faster_whisper  # the model file ships inside the package
+    except ImportError as error:
+        raise VadUnavailable("Silero VAD model not found: install faster-whisper (it ships the model)") from error
+    return Path(os.path.dirname(faster_whisper.__file__)) / "assets" / "silero_vad_v6.onnx"
+
+
+class SileroModel:
+    """One streaming Silero session: feed 512-sample windows in order, get speech probabilities."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        model = Path(path) if path is not None else default_model_path()
+        try:
+            import onnxruntime as ort
+
+            options = ort.SessionOptions()
+            options.inter_op_num_threads = 1
+            options.intra_op_num_threads = 1
+            options.log_severity_level = 4
+            self._session: Any = ort.InferenceSession(
+                str(model), providers=["CPUExecutionProvider"], sess_options=options
+            )
+        except ImportError as error:
+            raise VadUnavailable("onnxruntime is missing: install faster-whisper (it brings onnxruntime)") from error
+        except Exception as error:  # onnxruntime raises its own untyped errors
+            reason = str(error).splitlines()[0][:200]
+            raise VadUnavailable(
+                f"cannot load the Silero VAD model {model}: {reason} (reinstall faster-whisper)"
+            ) from error
+        self.reset()
+
+    def reset(self) -> None:
+        self._h = np.zeros((1, 1, 128), dtype=np.float32)
+        self._c = np.zeros((1, 1, 128), dtype=np.float32)
+        self._context = np.zeros(CONTEXT, dtype=np.float32)
+
+    def probability(self, window: np.ndarray) -> float:
+        batch = np.concatenate([self._context, window])[None, :]
+        out, self._h, self._c = self._session.run(None, {"input": batch, "h": self._h, "c": self._c})
+        self._context = window[-CONTEXT:].copy()
+        return float(np.asarray(out).reshape(-1)[0])
+
+
+@dataclass(frozen=True)
+class VadConfig:
+    threshold: float = 0.5  # a window at or above this is speech
+    neg_threshold: float | None = None  # speech goes on while above this (default threshold - 0.15)
+    min_speech_ms: float = 64.0  # speech must last this long before SpeechStarted
+    min_silence_ms: float = 300.0  # silence must last this long before SpeechEnded (the hangover)
+
+
+class Vad:
+    """Frames in, SpeechStarted/SpeechEnded out. Not thread-safe; run it where the frames arrive."""
+
+    def __init__(self, config: VadConfig | None = None, model: SileroModel | None = None) -> None:
+        self.config = config or VadConfig()
+        self._model = model or SileroModel()
+        self._pending = np.zeros(0, dtype=np.float32)
+        self._pending_at = 0.0
+        self._speaking = False
+        self._run_start: float | None = None  # first window of the current speech (or silence) run
+        self._run_windows = 0
+        self.voiced_ms = 0.0
+        self.last_probability = 0.0
+        self.processed_until = 0.0  # clock time up to which audio has been judged
+        self.voiced_ms = 0.0  # length of the current run of speech windows (0 after a silent one)
+
+    @property
+    def speaking(self) -> bool:
+        return self._speaking
+
+    def reset(self) -> None:
+        self._model.reset()
+        self._pending = np.zeros(0, dtype=np.float32)
+        self._speaking = False
+        self._run_start = None
+        self._run_windows = 0
+
+    def feed(self, frame: Frame) -> list[SpeechStarted | SpeechEnded]:
+        if len(self._pending) == 0:
+            self._pending_at = frame.at
+        self._pending = np.concatenate([self._pending, frame.samples])
+        events: list[SpeechStarted | SpeechEnded] = []
+        while len(self._pending) >= WINDOW:
+            window, self._pending = self._pending[:WINDOW], self._pending[WINDOW:]
+            at = self._pending_at
+            self._pending_at += WINDOW / RATE
+            self.processed_until = self._pending_at
+            event = self._step(self._model.probability(window), at)
+            if event is not None:
+                events.append(event)
+        return events
+
+    def _step(self, probability: float, at: float) -> SpeechStarted | SpeechEnded | None:
+        self.last_probability = probability
+        config = self.config
+        low = config.neg_threshold if config.neg_threshold is not None else max(config.threshold - 0.15, 0.01)
+        voiced = probability >= config.threshold or (self.voiced_ms > 0 and probability >= low)
+        self.voiced_ms = self.voiced_ms + WINDOW * 1000 / RATE if voiced else 0.0
+        # in silence, a run counts speech windows; in speech, a run counts silent windows
+        hit = probability >= config.threshold if not self._speaking else probability < low
+        if not hit:
+            if self._speaking or probability < low:
+                self._run_start, self._run_windows = None, 0
+            return None
+        if self._run_start is None:
+            self._run_start = at
+        self._run_windows += 1
+        needed = config.min_silence_ms if self._speaking else config.min_speech_ms
+        if self._run_windows * WINDOW * 1000 / RATE < needed:
+            return None
+        start, self._run_start, self._run_windows = self._run_start, None, 0
+        self._speaking = not self._speaking
+        return SpeechStarted(start) if self._speaking else SpeechEnded(start)

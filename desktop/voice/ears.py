@@ -1,0 +1,184 @@
+"""The listening half: cleaned microphone audio → utterances → transcripts → the conversation, with barge-in.
+
+A barge-in pauses the reply at once (the detector does that); the utterance's own incremental
+transcript then decides: words cancel the turn (keeping the inbox, so the interruption is the next
+input), no words resume the reply. Every task started here is owned here and awaited in `aclose()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from adapters.asr.incremental import IncrementalTranscriber
+from adapters.contract import CancelSignal, Disposed, User
+from adapters.contract.speech_io import Transcriber, Transcript
+from audio.bargein import BargeInDetector
+from audio.events import BargeIn, BargeInConfirmed, CaptureFailed, FalseBargeInResumed, SpeechEnded, SpeechStarted
+from audio.ports import AudioSink, Frame
+from engine.clock import Clock
+from engine.conversation import Conversation
+from engine.events import State, StateChanged
+from engine.inbox import UserInput
+
+PREROLL_S = 0.4  # audio kept from before the VAD's onset, so the first syllable is not cut
+WORDS_POLL_S = 0.05
+ARMED_STATES = frozenset({State.THINKING, State.SPEAKING, State.BACKING_OFF})
+
+
+@dataclass
+class _Utterance:
+    started_at: float
+    transcript: IncrementalTranscriber
+    signal: CancelSignal = field(default_factory=CancelSignal)
+    push_to_talk: bool = False
+    ended: Transcript | None = None
+    done: bool = False
+
+
+class Ears:
+    """Feeds on `Listener` events and frames; `press()`/`release()` are push-to-talk."""
+
+    def __init__(
+        self,
+        conversation: Conversation,
+        transcriber: Transcriber,
+        detector: BargeInDetector,
+        sink: AudioSink,
+        clock: Clock,
+        *,
+        on_utterance: Callable[[float, Transcript], None] | None = None,
+    ) -> None:
+        self._conversation = conversation
+        self._transcriber = transcriber
+        self._detector = detector
+        self._sink = sink
+        self._clock = clock
+        self._on_utterance = on_utterance
+        self._preroll: collections.deque[Frame] = collections.deque()
+        self._current: _Utterance | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.failure: CaptureFailed | None = None
+        self.barge_ins: list[BargeIn] = []
+        self.stop_ms: dict[int, float] = {}
+        self.silent_at: dict[int, float] = {}  # when each interrupted turn's output went silent (clock)
+        conversation.subscribe(self._on_engine_event)
+
+    def on_audio(self, frame: Frame) -> None:
+        self._preroll.append(frame)
+        while self._preroll and self._preroll[0].end < frame.end - PREROLL_S:
+            self._preroll.popleft()
+        if self._current is not None:
+            self._current.transcript.append(frame.samples)
+
+    def on_event(self, event: object) -> None:
+        if isinstance(event, SpeechStarted) and self._current is None:
+            self._begin(event.at)
+        elif isinstance(event, SpeechEnded) and self._current is not None and not self._current.push_to_talk:
+            self._end(event.at)
+        elif isinstance(event, BargeIn):
+            self.barge_ins.append(event)
+            self._conversation.record("barge_in/detected", source=event.source, onset=event.at, at=event.detected_at)
+            self._own(self._resolve(event), "barge-in")
+        elif isinstance(event, CaptureFailed):
+            self.failure = event
+
+    def press(self) -> None:
+        """Push-to-talk down: interrupts a reply at once and starts an utterance."""
+        turn = self._conversation.live_turn
+        confirmed = self._detector.push_to_talk()
+        if confirmed is not None and turn is not None:
+            self._own(self._interrupt(turn.id, confirmed, confirmed.at), "push-to-talk")
+        if self._current is not None:
+            self._current.push_to_talk = True
+        else:
+            self._begin(self._clock.now(), push_to_talk=True)
+
+    def release(self) -> None:
+        if self._current is not None:
+            self._end(self._clock.now())
+
+    @property
+    def busy(self) -> bool:
+        return self._current is not None or any(not t.done() for t in self._tasks)
+
+    async def aclose(self) -> None:
+        if self._current is not None:
+            self._current.signal.set(Disposed())
+        for task in list(self._tasks):
+            task.cancel()
+        while pending := {t for t in self._tasks if not t.done()}:
+            await asyncio.wait(pending)
+
+    def _begin(self, at: float, *, push_to_talk: bool = False) -> None:
+        utterance = _Utterance(at, IncrementalTranscriber(self._transcriber), push_to_talk=push_to_talk)
+        for frame in self._preroll:
+            utterance.transcript.append(frame.samples)
+        self._current = utterance
+        self._conversation.set_input_state(State.LISTENING)
+        self._own(utterance.transcript.run(utterance.signal), "asr-partials")
+
+    def _end(self, at: float) -> None:
+        utterance, self._current = self._current, None
+        assert utterance is not None
+        self._own(self._finish(utterance, at), "asr-final")
+
+    async def _finish(self, utterance: _Utterance, end_at: float) -> None:
+        self._conversation.set_input_state(State.TRANSCRIBING)
+        started = self._clock.now()
+        try:
+            transcript = await utterance.transcript.finish(utterance.signal)
+        finally:
+            utterance.done = True
+            self._conversation.set_input_state(State.IDLE)
+        utterance.ended = transcript
+        if transcript.empty:
+            return
+        asr_ms = round((self._clock.now() - started) * 1000, 1)
+        if self._on_utterance is not None:
+            self._on_utterance(end_at, transcript)
+        self._conversation.submit(UserInput(transcript.text, source="voice", metrics={"asr_ms": asr_ms}))
+
+    async def _resolve(self, barge_in: BargeIn) -> None:
+        turn = self._conversation.live_turn
+        utterance = self._current
+        result = await self._detector.resolve(barge_in, lambda: self._has_words(utterance))
+        if isinstance(result, FalseBargeInResumed):
+            self._conversation.record("barge_in/resumed", onset=barge_in.at, at=result.resumed_at)
+        if isinstance(result, BargeInConfirmed) and turn is not None:
+            await self._interrupt(turn.id, result, barge_in.detected_at)
+
+    async def _interrupt(self, turn: int, confirmed: BargeInConfirmed, silent_at: float) -> None:
+        """Cancel the interrupted turn (keep the inbox) and let the speaker play the next turn."""
+        self.stop_ms[turn] = round(max(0.0, silent_at - confirmed.at) * 1000, 1)
+        self.silent_at[turn] = silent_at
+        self._conversation.record("barge_in/confirmed", source=confirmed.source, onset=confirmed.at)
+        self._conversation.add_metrics(turn, stop_ms=self.stop_ms[turn])
+        await self._conversation.cancel(User(), keep_inbox=True)
+        self._sink.resume()
+
+    async def _has_words(self, utterance: _Utterance | None) -> bool:
+        """True once the interrupting speech shows words; False once it ended without any."""
+        while utterance is not None:
+            latest = utterance.ended or utterance.transcript.latest
+            if latest is not None and not latest.empty:
+                return True
+            if utterance.done:
+                return False
+            await self._clock.sleep(WORDS_POLL_S)
+        return True
+
+    def _on_engine_event(self, event: object) -> None:
+        if isinstance(event, StateChanged):
+            if event.state in ARMED_STATES:
+                self._detector.arm()
+            elif event.state in (State.IDLE, State.STOPPING):
+                self._detector.disarm()
+
+    def _own(self, coro: Coroutine[Any, Any, Any], name: str) -> None:
+        task = asyncio.get_running_loop().create_task(coro, name=f"ears:{name}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)

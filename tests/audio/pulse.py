@@ -1,0 +1,153 @@
+"""A private PulseAudio for the real-device tests, in its own runtime dir (never the desktop's sound server),
+with two null sinks per test session: `speaker_<pid>` (what the player plays) and `micwire_<pid>` (whose monitor
+is the microphone). Idempotent and safe for concurrent sessions: the server is started if none answers and is
+left running (it is shared); each session loads, and at the end unloads, only its own sinks and modules.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+TOOLS = ("pulseaudio", "pactl", "pacmd", "paplay", "parec")
+APT = "apt-get install -y pulseaudio pulseaudio-utils libasound2-plugins libportaudio2"
+SPEAKER = f"speaker_{os.getpid()}"
+MICWIRE = f"micwire_{os.getpid()}"
+SINKS = (SPEAKER, MICWIRE)
+RUNTIME = Path(f"/tmp/parley-pulse-{os.getuid()}")
+
+
+def pactl(*args: str, check: bool = True) -> str:
+    done = subprocess.run(["pactl", *args], capture_output=True, text=True, timeout=10, check=False)
+    if check and done.returncode != 0:
+        raise RuntimeError(f"pactl {' '.join(args)} failed: {done.stderr.strip()}")
+    return done.stdout
+
+
+def _running() -> bool:
+    return subprocess.run(["pactl", "info"], capture_output=True, timeout=10, check=False).returncode == 0
+
+
+def _poll(condition: object, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"PulseAudio fixture: timed out waiting for {what}")
+
+
+@dataclass
+class Pulse:
+    speaker: str = SPEAKER
+    micwire: str = MICWIRE
+    modules: list[str] = field(default_factory=list)
+    keepers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def load(self, *args: str) -> str:
+        module = pactl("load-module", *args).strip()
+        self.modules.append(module)
+        return module
+
+    def unload(self, module: str) -> None:
+        pactl("unload-module", module, check=False)
+        if module in self.modules:
+            self.modules.remove(module)
+
+
+def start() -> Pulse:
+    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
+    if missing:
+        raise RuntimeError(f"real-device tests need {', '.join(missing)}: {APT}")
+    RUNTIME.mkdir(mode=0o700, exist_ok=True)
+    os.environ["XDG_RUNTIME_DIR"] = str(RUNTIME)
+    os.environ.pop("PULSE_SERVER", None)
+    pulse = Pulse()
+    if not _running():
+        subprocess.run(
+            ["pulseaudio", "--daemonize=yes", "--exit-idle-time=-1", "--disallow-exit", "-n",
+             "--load=module-native-protocol-unix"],
+            capture_output=True, timeout=20, check=True,
+        )  # fmt: skip
+        _poll(_running, 10, "the server to answer")
+    for sink in SINKS:
+        pulse.load("module-null-sink", f"sink_name={sink}")
+    # a null sink renders in 2 s blocks unless a client asks for low latency: keep one asking on each monitor
+    for sink in SINKS:
+        pulse.keepers.append(subprocess.Popen(
+            ["parec", f"--device={sink}.monitor", "--latency-msec=5", "--raw", "--format=s16le", "--channels=1"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        ))  # fmt: skip
+    _poll(lambda: all(lat < 100_000 for lat in sink_latencies_us().values()), 10, "low-latency null sinks")
+    os.environ["PULSE_SINK"] = SPEAKER
+    os.environ["PULSE_SOURCE"] = f"{MICWIRE}.monitor"
+    return pulse
+
+
+def sink_latencies_us() -> dict[str, int]:
+    latencies: dict[str, int] = {}
+    name = ""
+    for line in pactl("list", "sinks").splitlines():
+        line = line.strip()
+        if line.startswith("Name:"):
+            name = line.split(":", 1)[1].strip()
+        elif line.startswith("Latency:") and name in SINKS:
+            latencies[name] = int(line.split()[1])
+    return latencies
+
+
+def stop(pulse: Pulse) -> None:
+    for keeper in pulse.keepers:
+        keeper.terminate()
+        keeper.wait(timeout=10)
+    for module in reversed(pulse.modules):
+        pulse.unload(module)
+
+
+class Recorder:
+    """`parec` of a monitor source as float32 mono at `rate`, read continuously by a thread (parec drops its
+    buffered tail when terminated, so the test waits for the samples it needs before finishing)."""
+
+    def __init__(self, source: str, rate: int) -> None:
+        self.rate = rate
+        self._process = subprocess.Popen(
+            ["parec", f"--device={source}", "--latency-msec=5", "--raw", "--format=float32le", "--channels=1",
+             f"--rate={rate}"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        self._chunks: list[bytes] = []
+        self._bytes = 0
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self._process.stdout is not None
+        fd = self._process.stdout.fileno()
+        while chunk := os.read(fd, 4096):
+            self._chunks.append(chunk)
+            self._bytes += len(chunk)
+
+    @property
+    def seconds(self) -> float:
+        return self._bytes / 4 / self.rate
+
+    def finish(self) -> np.ndarray:
+        self._process.terminate()
+        self._process.wait(timeout=10)
+        self._reader.join(timeout=10)
+        assert self._process.stdout is not None
+        self._process.stdout.close()
+        data = b"".join(self._chunks)
+        return np.frombuffer(data[: len(data) // 4 * 4], dtype=np.float32).copy()
+
+
+def play_into(sink: str, wav: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(["paplay", f"--device={sink}", "--latency-msec=10", str(wav)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip

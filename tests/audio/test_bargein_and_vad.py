@@ -1,0 +1,130 @@
+"""VAD hysteresis and the barge-in facts: pause at once, resume on a false alarm, confirm otherwise."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from audio.bargein import BargeInDetector
+from audio.events import BargeIn, BargeInConfirmed, FalseBargeInResumed, SpeechEnded, SpeechStarted
+from audio.fixtures import RecordingSink
+from audio.ports import RATE, Frame
+from audio.vad import Vad, VadConfig
+from engine.testing.clock import VirtualClock
+
+pytestmark = pytest.mark.anyio
+
+
+def _frames(samples: np.ndarray, at: float = 100.0) -> list[Frame]:
+    return [Frame(samples[i : i + 320], at + i / RATE, i) for i in range(0, len(samples) - 319, 320)]
+
+
+def test_vad_reports_one_utterance_with_its_onset_and_end(user_speech: np.ndarray) -> None:
+    audio = np.concatenate([np.zeros(RATE, np.float32), user_speech, np.zeros(RATE, np.float32)])
+    vad = Vad(VadConfig(min_speech_ms=64, min_silence_ms=300))
+    events = [e for f in _frames(audio) for e in vad.feed(f)]
+    assert [type(e) for e in events] == [SpeechStarted, SpeechEnded]
+    lead = np.nonzero(np.abs(user_speech) > 0.02)[0][0] / RATE
+    assert events[0].at == pytest.approx(101.0 + lead, abs=0.07)
+    assert events[1].at == pytest.approx(101.0 + len(user_speech) / RATE, abs=0.15)
+
+
+def test_vad_ignores_silence_and_noise() -> None:
+    noise = (np.random.default_rng(1).standard_normal(3 * RATE) * 0.01).astype(np.float32)
+    vad = Vad()
+    assert [e for f in _frames(noise) for e in vad.feed(f)] == []
+
+
+def test_vad_hangover_bridges_short_pauses(user_speech: np.ndarray) -> None:
+    gap = np.zeros(int(0.15 * RATE), np.float32)
+    audio = np.concatenate([np.zeros(RATE, np.float32), user_speech, gap, user_speech, np.zeros(RATE, np.float32)])
+    vad = Vad(VadConfig(min_silence_ms=300))
+    events = [e for f in _frames(audio) for e in vad.feed(f)]
+    assert [type(e) for e in events] == [SpeechStarted, SpeechEnded]
+
+
+def _ramp(rate: int) -> np.ndarray:
+    return np.linspace(0.1, 0.6, 3 * rate, dtype=np.float32)
+
+
+async def _speaking_sink(clock: VirtualClock) -> RecordingSink:
+    sink = RecordingSink(clock, latency_s=0.02)
+    await sink.start()
+    sink.enqueue(1, "s", _ramp(sink.rate))
+    await clock.advance(0.5)
+    return sink
+
+
+async def test_a_barge_in_pauses_and_a_wordless_one_resumes_where_it_stopped() -> None:
+    clock = VirtualClock()
+    sink = await _speaking_sink(clock)
+    facts: list[object] = []
+    detector = BargeInDetector(sink, clock, min_speech_ms=80, on_fact=facts.append)
+    assert detector.advance(clock.now(), 96.0) is None, "disarmed: the assistant is not speaking"
+    detector.arm()
+    assert detector.advance(clock.now(), 64.0) is None, "shorter than the minimum"
+    assert detector.advance(clock.now(), 96.0, echo_suppressed_db=25.0) is None, "mostly cancelled echo"
+    fired = detector.advance(clock.now(), 96.0)
+    assert isinstance(fired, BargeIn)
+    assert fired.at == pytest.approx(clock.now() - 0.096)
+    paused_at = sink.played_ms(1, "s")
+    await clock.advance(0.3)
+    assert sink.played_ms(1, "s") == paused_at, "paused: nothing more reaches the listener"
+
+    async def no_words() -> bool:
+        await clock.sleep(0.2)
+        return False
+
+    async with clock.autojump():
+        outcome = await detector.resolve(fired, no_words)
+        await clock.sleep(0.2)
+    assert isinstance(outcome, FalseBargeInResumed)
+    assert facts == [fired, outcome]
+    await sink.close()
+    played = sink.recording()
+    played = played[played != 0.0]
+    assert len(played) > paused_at * sink.rate / 1000 + 0.1 * sink.rate, "it went on after the resume"
+    assert np.array_equal(played, _ramp(sink.rate)[: len(played)]), "no sample lost or repeated across the pause"
+
+
+@pytest.mark.parametrize("answer", ["words", "too slow"])
+async def test_words_or_no_answer_in_the_window_confirm_the_barge_in(answer: str) -> None:
+    clock = VirtualClock()
+    sink = await _speaking_sink(clock)
+    detector = BargeInDetector(sink, clock, resolve_window_ms=500)
+    detector.arm()
+    fired = detector.advance(clock.now(), 100.0)
+    assert fired is not None
+    ended = asyncio.Event()
+
+    async def transcriber() -> bool:
+        try:
+            await clock.sleep(0.1 if answer == "words" else 5.0)
+            return True
+        finally:
+            ended.set()
+
+    async with clock.autojump():
+        outcome = await detector.resolve(fired, transcriber)
+    assert isinstance(outcome, BargeInConfirmed)
+    assert ended.is_set(), "the predicate has really ended before resolve returns"
+    assert sink.failure is None
+    assert outcome.confirmed_at - fired.detected_at == pytest.approx(0.1 if answer == "words" else 0.5, abs=0.02)
+    await sink.close()
+
+
+async def test_push_to_talk_interrupts_at_once() -> None:
+    clock = VirtualClock()
+    sink = await _speaking_sink(clock)
+    detector = BargeInDetector(sink, clock)
+    assert detector.push_to_talk() is None
+    detector.arm()
+    before = sink.played_ms(1, "s")
+    confirmed = detector.push_to_talk()
+    assert isinstance(confirmed, BargeInConfirmed)
+    assert confirmed.source == "push_to_talk"
+    await clock.advance(0.2)
+    assert sink.played_ms(1, "s") == before
+    await sink.close()

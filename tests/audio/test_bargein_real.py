@@ -1,0 +1,91 @@
+"""SPEC §6 on real devices: the assistant's voice loops from `speaker` back into `micwire` (module-loopback).
+AEC on: it never barges in on itself; AEC off: it does; a user talking over it is caught within 150 ms."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from collections.abc import AsyncIterator
+
+import numpy as np
+import pytest
+
+from audio.capture import Microphone
+from audio.player import Player
+from audio.ports import SystemClock
+from tests.audio import pulse as pulse_kit
+from tests.audio.conftest import USER_WAV
+from tests.audio.scenario import Rig, real_wait, speak_and_listen
+from tests.audio.signals import db, report
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+
+@pytest.fixture
+async def loopback(pulse: pulse_kit.Pulse) -> AsyncIterator[None]:
+    module = pulse.load("module-loopback", f"source={pulse.speaker}.monitor", f"sink={pulse.micwire}",
+                        "latency_msec=20", "source_dont_move=true", "sink_dont_move=true")  # fmt: skip
+    # the echo reaches the microphone ~9 dB below the played level (70 % on PulseAudio's cubic scale): loud
+    # loudspeaker echo, while a user close to the microphone is louder than it
+    pulse_kit.pactl("set-source-volume", f"{pulse.speaker}.monitor", "70%")
+    try:
+        yield
+    finally:
+        pulse.unload(module)
+        pulse_kit.pactl("set-source-volume", f"{pulse.speaker}.monitor", "100%")
+
+
+async def _rig() -> Rig:
+    clock = SystemClock()
+    player = Player("pulse")
+    mic = Microphone("pulse")
+    await player.start()
+    await mic.start()
+
+    async def inject_user() -> None:
+        _PLAYING.append(pulse_kit.play_into(pulse_kit.MICWIRE, USER_WAV))
+
+    return Rig(clock, mic, player, inject_user, real_wait(clock))
+
+
+_PLAYING: list[subprocess.Popen[bytes]] = []
+
+
+async def _close(rig: Rig) -> None:
+    await rig.sink.close()
+    while _PLAYING:
+        await asyncio.to_thread(_PLAYING.pop().wait, 30)
+
+
+async def test_c_no_self_barge_in_with_aec_and_the_user_is_caught(
+    loopback: None, assistant_speech: np.ndarray, user_speech: np.ndarray
+) -> None:
+    speech = np.concatenate([assistant_speech, assistant_speech])  # ~11.5 s of the assistant talking
+    rig = await _rig()
+    try:
+        on = await speak_and_listen(rig, speech, aec=True, seconds=len(speech) / 16000)
+    finally:
+        await _close(rig)
+    assert on.barge_ins == [], on.events
+    rig = await _rig()
+    try:
+        off = await speak_and_listen(rig, assistant_speech, aec=False, seconds=4.0, stop_on_barge_in=True)
+    finally:
+        await _close(rig)
+    assert off.barge_ins, "without echo cancellation the assistant's own voice should trigger a barge-in"
+    rig = await _rig()
+    try:
+        user = await speak_and_listen(rig, speech, aec=True, seconds=5.0, user_at=2.5, stop_on_barge_in=True)
+    finally:
+        await _close(rig)
+    onset = user.onset_of(user_speech)
+    fired = [b for b in user.barge_ins if b.detected_at >= onset - 0.05]
+    assert fired, user.events
+    assert all(b.detected_at >= onset - 0.05 for b in user.barge_ins), "no barge-in before the user spoke"
+    audio_delay = (fired[0].detected_at - onset) * 1000
+    wall_delay = (user.received_at[id(fired[0])] - onset) * 1000
+    raw, clean = on.raw_audio(), on.clean_audio()
+    erle = db(raw[16000:]) - db(clean[16000 : len(raw)])
+    report(f"real loopback: ERLE {erle:.1f} dB, barge-in {audio_delay:.0f} ms after onset in audio time, "
+           f"{wall_delay:.0f} ms on the wall clock (ADC time of the onset -> event handled)")  # fmt: skip
+    assert audio_delay <= 150.0

@@ -1,0 +1,83 @@
+"""Real PortAudio devices on PulseAudio null sinks (SPEC §6): capture fidelity, stop-to-silence, heard cursor."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import numpy as np
+import pytest
+
+from audio.capture import Microphone
+from audio.player import Player
+from audio.ports import Frame
+from tests.audio import pulse as pulse_kit
+from tests.audio.conftest import ASSISTANT_WAV
+from tests.audio.signals import normalised_xcorr_peak, report, tone
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+
+async def _poll(condition: object, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.005)
+
+
+async def test_a_wav_played_into_the_wire_is_captured_faithfully(
+    pulse: pulse_kit.Pulse, assistant_speech: np.ndarray
+) -> None:
+    mic = Microphone("pulse")
+    await mic.start()
+    frames: list[Frame] = []
+
+    async def collect() -> None:
+        async for item in mic.frames():
+            assert isinstance(item, Frame), item
+            frames.append(item)
+
+    task = asyncio.create_task(collect())
+    try:
+        await _poll(lambda: len(frames) >= 5, 5, "the microphone to deliver")
+        player = pulse_kit.play_into(pulse_kit.MICWIRE, ASSISTANT_WAV)
+        await asyncio.to_thread(player.wait, 30)
+        settled = len(frames)
+        await _poll(lambda: len(frames) >= settled + 15, 5, "the tail of the capture")
+    finally:
+        await mic.close()
+        await task
+    captured = np.concatenate([f.samples for f in frames])
+    assert normalised_xcorr_peak(captured, assistant_speech) >= 0.9
+    positions = [f.position for f in frames]
+    assert positions == sorted(positions)
+    assert all(np.diff([f.at for f in frames]) > 0)
+    assert mic.dropped == 0
+
+
+async def test_b_stop_silences_the_speaker_and_reports_what_was_heard(pulse: pulse_kit.Pulse) -> None:
+    player = Player("pulse")
+    await player.start()
+    rate = player.rate
+    recorder = pulse_kit.Recorder(f"{pulse.speaker}.monitor", rate)
+    try:
+        await _poll(lambda: recorder.seconds >= 0.1, 5, "the recorder to run")
+        player.enqueue(1, "a", tone(2.0, rate))
+        await _poll(lambda: player.played_ms(1, "a") >= 700.0, 5, "700 ms to play")
+        played_at_stop = player.played_ms(1, "a")
+        heard = player.stop(1)["a"]
+        recorded_at_stop = recorder.seconds
+        assert not player.enqueue(1, "late", tone(0.5, rate)), "a stopped turn takes no more audio"
+        await _poll(lambda: recorder.seconds >= recorded_at_stop + 0.4, 5, "400 ms of recording past the stop")
+    finally:
+        recording = await asyncio.to_thread(recorder.finish)
+        await player.close()
+    loud = np.nonzero(np.abs(recording) > 0.05)[0]
+    onset, cut = loud[0], loud[-1] + 1
+    recorded_ms = (cut - onset) * 1000.0 / rate
+    stop_index = onset + round(played_at_stop * rate / 1000.0)
+    report(f"stop: heard {heard:.1f} ms, recorded {recorded_ms:.1f} ms, "
+           f"stop-to-silence {(cut - stop_index) * 1000 / rate:.1f} ms")  # fmt: skip
+    assert abs(recorded_ms - heard) <= 20.0
+    assert np.all(np.abs(recording[stop_index + round(0.03 * rate) :]) < 0.05)
+    assert len(recording) - cut > 0.3 * rate, "the recording ran on in silence after the stop"
