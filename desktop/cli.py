@@ -38,7 +38,18 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--retries", type=int, metavar="N")
     run.add_argument("--idle-timeout", type=float, metavar="SECONDS")
     run.add_argument("--config", type=Path, metavar="FILE", help="a config TOML instead of the user config")
+    commands.add_parser("self-test", help="the bundled barge-in scenario, then the journal's invariants")
     return parser
+
+
+def _self_test(args: argparse.Namespace) -> int:
+    from desktop.selftest import self_test
+
+    problems = self_test()
+    for problem in problems:
+        print(f"self-test: {problem}", file=sys.stderr)
+    print("self-test: ok" if not problems else f"self-test: FAILED ({len(problems)} problems)")
+    return EXIT_OK if not problems else EXIT_INTERNAL
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -94,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_app([])
     try:
-        return {"demo": _demo, "run": _run}[args.command](args)
+        return {"demo": _demo, "run": _run, "self-test": _self_test}[args.command](args)
     except _bad_input() as error:
         print(f"parley: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

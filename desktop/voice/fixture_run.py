@@ -6,7 +6,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from audio.bargein import BargeInDetector
 from audio.fixtures import EchoMixer, FileSource, RecordingSink
 from audio.listen import Listener
 from audio.vad import Vad, VadConfig
+from audio.wav import load_wav
 from desktop.config import Config
 from desktop.scenario import Say, Scenario
 from desktop.voice.assembly import builtin_tools, llm_adapter, speech_models
@@ -47,11 +48,15 @@ class Rig:
     ears: Ears
     metrics: SessionMetrics
     journal: Journal
+    delivered: list[tuple[str, float]] = field(default_factory=list)  # (what, clock time) of each utterance
 
 
 async def run_session(scenario: Scenario | None, texts: list[str], config: Config, out: Path, fast: bool) -> str:
     """Play the scenario (or the typed texts), write journal.jsonl, output.wav and report.json; return the report."""
     await asyncio.to_thread(out.mkdir, parents=True, exist_ok=True)
+    for say in scenario.says if scenario else ():
+        if say.wav is not None:
+            load_wav(say.wav)  # a corrupt or unreadable WAV fails here, before anything starts
     transcriber, synthesizer = speech_models(config)
     await _preload(transcriber, synthesizer)
     clock: Clock = FastForwardClock() if fast else MonotonicClock()
@@ -100,9 +105,9 @@ async def _rig(
         )
         ears = Ears(conversation, transcriber, detector, sink, clock, on_utterance=holder[0].utterance)
         vad = Vad(VadConfig(config.audio.vad_threshold, min_silence_ms=config.audio.min_silence_ms))
-        listener = Listener(
-            mic, vad, echo=EchoCanceller(sink.tap(), enabled=config.audio.echo_cancellation), barge_in=detector
-        )
+        # A scenario without [echo] is a headset: no acoustic path, so nothing for the canceller to remove.
+        aec = config.audio.echo_cancellation and scenario is not None and scenario.echo is not None
+        listener = Listener(mic, vad, echo=EchoCanceller(sink.tap(), enabled=aec), barge_in=detector)
         if isinstance(clock, FastForwardClock):
             await stack.enter_async_context(clock.running(lambda: _busy(conversation, transcriber, synth, llm)))
         await sink.start()
@@ -166,12 +171,11 @@ async def _when(rig: Rig, say: Say, previous: float) -> float:
 
 async def _deliver(rig: Rig, say: Say, at: float) -> float:
     await rig.clock.sleep(at - rig.clock.now())
+    rig.delivered.append((say.text if say.text is not None else str(say.wav), at))
     if say.text is not None:
         rig.conversation.submit(UserInput(say.text))
         return at
     assert say.wav is not None
-    from audio.wav import load_wav
-
     samples = load_wav(say.wav)
     rig.source.add(samples, at - rig.source.started_at)
     if say.push_to_talk:
@@ -209,7 +213,8 @@ def _timeline(rig: Rig) -> dict[str, Any]:
         str(turn): {"first_audio_s": round(at - origin, 4), "silent_s": _offset(rig.ears.silent_at.get(turn), origin)}
         for turn, at in rig.metrics.first_audible.items()
     }
-    return {"sample_rate": rig.sink.rate, "turns": turns}
+    says = [{"what": what, "at_s": round(at - origin, 4)} for what, at in rig.delivered]
+    return {"sample_rate": rig.sink.rate, "clock_origin": origin, "turns": turns, "says": says}
 
 
 def _offset(at: float | None, origin: float) -> float | None:
