@@ -1,16 +1,19 @@
-"""Shared shapes: the clock, a captured frame, the source and sink protocols, and a quiescent thread helper."""
+"""Shared shapes: the clock, a captured frame, the source and sink protocols."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Hashable
+from collections.abc import AsyncIterator, Hashable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 import numpy as np
 
+from adapters.contract.workers import run_blocking
 from audio.events import CaptureFailed, PlaybackFailed
+
+__all__ = ["RATE", "AudioSink", "AudioSource", "Clock", "Frame", "SegmentProgress", "SystemClock", "run_blocking"]
 
 RATE = 16000  # what VAD, AEC and ASR consume: 16 kHz mono float32
 SegmentId = Hashable
@@ -104,13 +107,3 @@ class AudioSink(Protocol):
     def release(self, turn: int) -> None: ...
 
     async def drain(self, turn: int) -> None: ...
-
-
-async def run_blocking(fn: Callable[[], T]) -> T:
-    """Run `fn` in the loop's bounded executor; on cancellation wait for the thread to return, then re-raise."""
-    future = asyncio.get_running_loop().run_in_executor(None, fn)
-    try:
-        return await asyncio.shield(future)
-    except asyncio.CancelledError:
-        await asyncio.wait({future})
-        raise
