@@ -48,7 +48,7 @@ class AudioConfig:
     min_speech_ms: int = 96  # three VAD windows: short enough for a quick stop, long enough to skip clicks
     min_silence_ms: int = 600
     false_interruption_resume: bool = True
-    false_interruption_window_ms: int = 1500
+    false_interruption_window_ms: int = 2500  # hangover + the final transcript must fit in it
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,14 @@ from engine.inbox import UserInput
 PREROLL_S = 0.4  # audio kept from before the VAD's onset, so the first syllable is not cut
 WORDS_POLL_S = 0.05
 ARMED_STATES = frozenset({State.THINKING, State.SPEAKING, State.BACKING_OFF})
+# Backchannels: the listener is following along, not taking the turn. They neither interrupt nor get answered.
+FILLERS = frozenset("ah aha eh er hm hmm huh mhm mm mmm oh uh uhhuh um ummm mmhmm yeah".split())
+
+
+def says_something(transcript: Transcript) -> bool:
+    """True when the transcript holds a word that is not a filler or backchannel."""
+    words = ("".join(ch for ch in w.text.lower() if ch.isalpha()) for w in transcript.words)
+    return any(word and word not in FILLERS for word in words)
 
 
 @dataclass
@@ -51,6 +59,7 @@ class Ears:
         clock: Clock,
         *,
         on_utterance: Callable[[float, Transcript], None] | None = None,
+        resume_false_interruptions: bool = True,
     ) -> None:
         self._conversation = conversation
         self._transcriber = transcriber
@@ -58,6 +67,7 @@ class Ears:
         self._sink = sink
         self._clock = clock
         self._on_utterance = on_utterance
+        self._resume = resume_false_interruptions
         self._preroll: collections.deque[Frame] = collections.deque()
         self._current: _Utterance | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -135,7 +145,7 @@ class Ears:
             utterance.done = True
             self._conversation.set_input_state(State.IDLE)
         utterance.ended = transcript
-        if transcript.empty:
+        if not says_something(transcript):
             return
         asr_ms = round((self._clock.now() - started) * 1000, 1)
         if self._on_utterance is not None:
@@ -162,9 +172,9 @@ class Ears:
 
     async def _has_words(self, utterance: _Utterance | None) -> bool:
         """True once the interrupting speech shows words; False once it ended without any."""
-        while utterance is not None:
+        while utterance is not None and self._resume:
             latest = utterance.ended or utterance.transcript.latest
-            if latest is not None and not latest.empty:
+            if latest is not None and says_something(latest):
                 return True
             if utterance.done:
                 return False

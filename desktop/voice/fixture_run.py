@@ -103,7 +103,15 @@ async def _rig(
             min_speech_ms=config.audio.min_speech_ms,
             resolve_window_ms=config.audio.false_interruption_window_ms,
         )
-        ears = Ears(conversation, transcriber, detector, sink, clock, on_utterance=holder[0].utterance)
+        ears = Ears(
+            conversation,
+            transcriber,
+            detector,
+            sink,
+            clock,
+            on_utterance=holder[0].utterance,
+            resume_false_interruptions=config.audio.false_interruption_resume,
+        )
         vad = Vad(VadConfig(config.audio.vad_threshold, min_silence_ms=config.audio.min_silence_ms))
         # A scenario without [echo] is a headset: no acoustic path, so nothing for the canceller to remove.
         aec = config.audio.echo_cancellation and scenario is not None and scenario.echo is not None
