@@ -39,7 +39,27 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--idle-timeout", type=float, metavar="SECONDS")
     run.add_argument("--config", type=Path, metavar="FILE", help="a config TOML instead of the user config")
     commands.add_parser("self-test", help="the bundled barge-in scenario, then the journal's invariants")
+    commands.add_parser("devices", help="the audio devices PortAudio sees, with their indexes")
+    doctor = commands.add_parser("doctor", help="check models, devices and the LLM provider")
+    doctor.add_argument("--config", type=Path, metavar="FILE", help="a config TOML instead of the user config")
     return parser
+
+
+def _devices(args: argparse.Namespace) -> int:
+    from desktop.doctor import devices_table
+
+    print(devices_table())
+    return EXIT_OK
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from desktop.config import load
+    from desktop.doctor import doctor
+
+    checks = doctor(load(args.config))
+    for check in checks:
+        print(check.line())
+    return EXIT_OK if all(check.ok for check in checks) else EXIT_INTERNAL
 
 
 def _self_test(args: argparse.Namespace) -> int:
@@ -105,7 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_app([])
     try:
-        return {"demo": _demo, "run": _run, "self-test": _self_test}[args.command](args)
+        commands = {"demo": _demo, "run": _run, "self-test": _self_test, "devices": _devices, "doctor": _doctor}
+        return commands[args.command](args)
     except _bad_input() as error:
         print(f"parley: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -1,0 +1,117 @@
+"""`parley devices` and `parley doctor`: what this machine offers Parley, one line per check with the fix."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from adapters.asr.whisper import check_model_dir, default_model_dir
+from adapters.llm.local import DEFAULT_DISTRIBUTION
+from adapters.llm.models import ModelError, find_in_distribution
+from adapters.llm.secret import load_api_key
+from adapters.tts.piper_voice import check_voice_files, default_voice_path
+from audio.devices import list_devices
+from audio.events import AudioError
+from audio.vad import SileroModel
+from desktop.config import Config
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+    def line(self) -> str:
+        return f"{'ok  ' if self.ok else 'FAIL'}  {self.name}: {self.detail}"
+
+
+def devices_table() -> str:
+    """Every PortAudio device with its index, for `input_device` / `output_device` in the config."""
+    try:
+        devices = list_devices()
+    except AudioError as error:
+        return str(error)
+    if not devices:
+        return "no audio devices found: connect a microphone and speakers, or start PulseAudio/PipeWire"
+    rows = [f"{'idx':>3}  {'in':>2} {'out':>3}  {'rate':>6}  name (host API)"]
+    for d in devices:
+        mark = ("*" if d.default_input else " ") + ("*" if d.default_output else " ")
+        rows.append(
+            f"{d.index:>3}  {d.inputs:>2} {d.outputs:>3}  {d.default_rate:>6.0f}  {d.name} ({d.host_api}) {mark}"
+        )
+    return "\n".join([*rows, "(* = default input, default output)"])
+
+
+def doctor(config: Config) -> list[Check]:
+    checks: list[Callable[[Config], Check]] = [_asr, _voice, _llm, _vad, _devices, _echo, _provider]
+    return [check(config) for check in checks]
+
+
+def _guard(name: str, probe: Callable[[], str]) -> Check:
+    try:
+        return Check(name, True, probe())
+    except (ModelError, AudioError, OSError, ValueError) as error:
+        return Check(name, False, str(error))
+
+
+def _asr(config: Config) -> Check:
+    path = config.speech.asr_model_path or default_model_dir()
+    return _guard("speech recognition model", lambda: str(check_model_dir(path)))
+
+
+def _voice(config: Config) -> Check:
+    path = config.speech.voice_path or default_voice_path()
+    return _guard("Piper voice", lambda: f"{check_voice_files(path)[0]} ({check_voice_files(path)[1]} Hz)")
+
+
+def _llm(config: Config) -> Check:
+    if config.llm.local_model_path:
+        path = Path(config.llm.local_model_path)
+        return Check("local LLM", path.is_file(), str(path) if path.is_file() else f"{path} does not exist")
+    return _guard("local LLM", lambda: str(find_in_distribution(DEFAULT_DISTRIBUTION, "*.gguf")))
+
+
+def _vad(config: Config) -> Check:
+    return _guard("voice activity detector", lambda: (SileroModel(), "Silero VAD loaded")[1])
+
+
+def _devices(config: Config) -> Check:
+    def probe() -> str:
+        devices = list_devices()
+        inputs, outputs = sum(d.inputs > 0 for d in devices), sum(d.outputs > 0 for d in devices)
+        if not inputs or not outputs:
+            raise OSError(f"{inputs} input and {outputs} output devices: connect a microphone and speakers")
+        return f"{inputs} input and {outputs} output devices (see `parley devices`)"
+
+    return _guard("audio devices", probe)
+
+
+def _echo(config: Config) -> Check:
+    if not config.audio.echo_cancellation:
+        return Check("echo cancellation", True, "switched off in the config (headset use)")
+    try:
+        from livekit import rtc
+
+        rtc.AudioProcessingModule(echo_cancellation=True)
+    except ImportError:
+        return Check("echo cancellation", False, "the livekit package is missing: pip install livekit")
+    return Check("echo cancellation", True, "WebRTC AEC available")
+
+
+def _provider(config: Config) -> Check:
+    if config.llm.provider == "local":
+        return Check("LLM provider", True, "embedded llama.cpp (offline)")
+    url = config.llm.base_url.rstrip("/") + "/models"
+    key = load_api_key()
+    headers = {"Authorization": f"Bearer {key.reveal()}"} if key else {}
+    try:
+        status = httpx.get(url, headers=headers, timeout=config.llm.connect_timeout).status_code
+    except httpx.HTTPError as error:
+        return Check("LLM provider", False, f"{url} cannot be reached ({type(error).__name__}); check the base URL")
+    if status in (401, 403):
+        return Check("LLM provider", False, f"{url} refused the API key; set PARLEY_LLM_API_KEY or the keyring")
+    return Check("LLM provider", status < 500, f"{url} answered HTTP {status}")

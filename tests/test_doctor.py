@@ -1,0 +1,52 @@
+"""`parley doctor` says what works and what to fix; `parley devices` never crashes without devices."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from desktop.config import Config, LlmConfig, SpeechConfig
+from desktop.doctor import devices_table, doctor
+from tests.fault_behaviours import unauthorized
+from tests.fault_server import FaultServer
+
+
+def _by_name(config: Config) -> dict[str, tuple[bool, str]]:
+    return {c.name: (c.ok, c.detail) for c in doctor(config)}
+
+
+def test_the_packaged_models_are_found() -> None:
+    checks = _by_name(Config())
+    for name in ("speech recognition model", "Piper voice", "local LLM", "voice activity detector"):
+        assert checks[name][0], checks[name]
+
+
+def test_a_missing_model_path_is_named(tmp_path: object) -> None:
+    config = replace(Config(), speech=SpeechConfig(voice_path="/nowhere/voice.onnx"))
+    ok, detail = _by_name(config)["Piper voice"]
+    assert not ok
+    assert "/nowhere/voice.onnx" in detail
+
+
+def test_an_unreachable_provider_is_reported(fault_server: FaultServer) -> None:
+    config = replace(Config(), llm=LlmConfig(provider="openai", base_url="http://127.0.0.1:9/v1", connect_timeout=1))
+    ok, detail = _by_name(config)["LLM provider"]
+    assert not ok
+    assert "cannot be reached" in detail
+
+
+def test_a_refused_key_is_reported(fault_server: FaultServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PARLEY_LLM_API_KEY", "sk-doctor-test")
+    fault_server.push(unauthorized())
+    config = replace(Config(), llm=LlmConfig(provider="openai", base_url=fault_server.base_url))
+    ok, detail = _by_name(config)["LLM provider"]
+    assert not ok
+    assert "refused the API key" in detail
+    assert "sk-doctor-test" not in detail
+
+
+def test_devices_table_is_one_readable_answer() -> None:
+    table = devices_table()
+    assert table.strip()
+    assert "Traceback" not in table
