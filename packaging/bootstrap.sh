@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The one set-up path behind the README's two commands: system packages, .venv, then demo or test.
-#   bash packaging/bootstrap.sh demo [parley demo args]   install, then run the main job
+#   bash packaging/bootstrap.sh run [parley run args]     install, then run the main job (a barge-in scenario)
 #   bash packaging/bootstrap.sh test [pytest args]        install, then lint, type-check and test
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,7 +49,12 @@ run_tests() {
 command=${1:-}
 shift || true
 case "$command" in
-    demo) install_system_packages; install_python_packages; exec .venv/bin/parley demo "$@" ;;
+    run)
+        install_system_packages
+        install_python_packages
+        if (($#)); then exec .venv/bin/parley run "$@"; fi
+        exec .venv/bin/parley run --fixture assets/fixtures/barge_in.toml --out out/barge_in --fast
+        ;;
     test) install_system_packages; install_python_packages; run_tests "$@" ;;
-    *) echo "usage: bash packaging/bootstrap.sh demo|test [args]" >&2; exit 2 ;;
+    *) echo "usage: bash packaging/bootstrap.sh run|test [args]" >&2; exit 2 ;;
 esac
