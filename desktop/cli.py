@@ -42,7 +42,21 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("devices", help="the audio devices PortAudio sees, with their indexes")
     doctor = commands.add_parser("doctor", help="check models, devices and the LLM provider")
     doctor.add_argument("--config", type=Path, metavar="FILE", help="a config TOML instead of the user config")
+    bench = commands.add_parser("bench", help="measure stop, quiesce and first-audio times, RTFs, CPU and leaks")
+    bench.add_argument("--soak", type=int, metavar="N", help="barge-in cycles of the resource soak (default 200)")
+    bench.add_argument("--json", type=Path, metavar="FILE", help="also write the machine and the rows as JSON")
+    bench.add_argument("--devices", choices=("fixture", "pulse"), default="fixture",
+                       help="pulse: also measure stop and heard words on PulseAudio null sinks")  # fmt: skip
+    bench.add_argument("--quick", action="store_true", help="small repetition counts (a smoke run)")
     return parser
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from desktop.bench.runner import Options, run_bench
+
+    if args.soak is not None and args.soak < 1:
+        raise BadInput(f"--soak {args.soak}: give a number of cycles >= 1, e.g. --soak 200")
+    return run_bench(Options(soak=args.soak, json=args.json, devices=args.devices, quick=args.quick))
 
 
 def _devices(args: argparse.Namespace) -> int:
@@ -119,13 +133,19 @@ def _local_llm() -> LlmAdapter:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given and given[0] == "--fixture":
+        from desktop.app import run_app
+
+        return run_app(given)  # the window, playing a scenario into it
     args = _parser().parse_args(argv)
     if args.command is None:
         from desktop.app import run_app
 
         return run_app([])
     try:
-        commands = {"demo": _demo, "run": _run, "self-test": _self_test, "devices": _devices, "doctor": _doctor}
+        commands = {"demo": _demo, "run": _run, "self-test": _self_test, "devices": _devices, "doctor": _doctor,
+                    "bench": _bench}  # fmt: skip
         return commands[args.command](args)
     except _bad_input() as error:
         print(f"parley: {error}", file=sys.stderr)

@@ -11,7 +11,9 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QPushBu
 
 from desktop.app.facts import ModelLoading, Problem, ProblemCleared, ProblemRaised
 
-SETTINGS_KINDS = frozenset({"auth", "unreachable", "missing_model", "no_engine", "config", "quota", "no_microphone"})
+SETTINGS_KINDS = frozenset(
+    {"auth", "unreachable", "missing_model", "no_engine", "config", "quota", "no_microphone", "no_speaker"}
+)
 
 
 class Banner(QFrame):
@@ -36,7 +38,7 @@ class Banner(QFrame):
 
 
 class LoadingStrip(QFrame):
-    """An indeterminate progress bar while a model loads; the rest of the window stays usable."""
+    """An indeterminate progress bar while models load (several at once); the rest of the window stays usable."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -44,20 +46,27 @@ class LoadingStrip(QFrame):
         row = QHBoxLayout(self)
         row.setContentsMargins(14, 6, 14, 6)
         self.label = QLabel()
+        self.label.setWordWrap(True)
         self.bar = QProgressBar()
         self.bar.setRange(0, 0)
         self.bar.setFixedWidth(160)
         self.bar.setTextVisible(False)
         row.addWidget(self.label, 1)
         row.addWidget(self.bar)
+        self.loading: list[str] = []
         self.hide()
 
     def show_progress(self, progress: ModelLoading) -> None:
-        if progress.phase == "loading":
-            self.label.setText(f"Loading {progress.label}… You can type already; it answers once loaded.")
-            self.show()
-        else:
+        if progress.phase == "loading" and progress.label not in self.loading:
+            self.loading.append(progress.label)
+        elif progress.phase != "loading" and progress.label in self.loading:
+            self.loading.remove(progress.label)
+        if not self.loading:
             self.hide()
+            return
+        names = self.loading[0] if len(self.loading) == 1 else f"{', '.join(self.loading[:-1])} and {self.loading[-1]}"
+        self.label.setText(f"Loading {names}… You can type already; Parley answers once it is loaded.")
+        self.show()
 
 
 class BannerArea(QWidget):

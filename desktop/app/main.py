@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import sys
 from pathlib import Path
 
 from PySide6.QtCore import QTimer
@@ -14,18 +15,11 @@ from desktop.app import qt_loop
 from desktop.app.facts import Problem
 from desktop.app.session import Session
 from desktop.app.style import SHEET
-from desktop.app.voice import SimulatedVoice, VoiceIO
+from desktop.app.voice import SimulatedVoice, VoiceIO, VoiceUnavailable
 from desktop.app.window import MainWindow
-from desktop.app.wording import bad_config
+from desktop.app.wording import bad_config, fixture_problem
 from desktop.config import Config, ConfigError, default_path, load
 from engine.clock import MonotonicClock
-
-FIXTURE_LATER = Problem(
-    "Fixture playback in the window arrives with the voice pipeline",
-    "For now the window runs the simulated voice; type or hold Talk to try it",
-    "fixture",
-    "info",
-)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -58,15 +52,30 @@ def _config(args: argparse.Namespace) -> tuple[Config, Path, Problem | None]:
         return Config(), path, bad_config(str(error))
 
 
-def voice_for(args: argparse.Namespace) -> tuple[VoiceIO, list[Problem]]:
-    """The extension point for the real pipeline and for fixture playback (a VoiceIO that plays a scenario)."""
-    voice = SimulatedVoice(MonotonicClock())
-    return voice, [FIXTURE_LATER] if args.fixture else []
+def voice_for(args: argparse.Namespace, config: Config) -> tuple[VoiceIO, list[Problem]]:
+    """The microphone and speaker (or the `--fixture` scenario's files); the simulated voice, with the reason
+    as a banner, when there is no microphone or the speech models are missing."""
+    from desktop.scenario import ScenarioError, load_scenario
+    from desktop.voice.live import LiveVoice, probe_devices, scenario_path
+
+    clock = MonotonicClock()
+    try:
+        if args.fixture is not None:
+            return LiveVoice(config, clock, scenario=load_scenario(scenario_path(args.fixture))), []
+        microphone, speaker = probe_devices(config.audio)
+        if microphone is not None:
+            return SimulatedVoice(clock, why=microphone), [microphone]
+        return LiveVoice(config, clock, speaker=speaker is None), [speaker] if speaker else []
+    except ScenarioError as error:
+        problem = fixture_problem(str(error))
+    except VoiceUnavailable as error:
+        problem = error.problem
+    return SimulatedVoice(clock, why=problem), [problem]
 
 
 async def _main(args: argparse.Namespace) -> int:
     config, path, problem = _config(args)
-    voice, notes = voice_for(args)
+    voice, notes = voice_for(args, config)
     session = Session(config, journal_dir=args.journal_dir, voice=voice)
     window = MainWindow(session, config_path=path)
     for note in [problem, *notes]:
@@ -78,9 +87,15 @@ async def _main(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGINT, lambda *_: window.close())
     try:
         await session.start()
+        if args.fixture is not None and not voice.simulated:
+            session.set_hands_free(True)  # the scenario speaks without pressing Talk
         await window.closed.wait()
     finally:
         signal.signal(signal.SIGINT, previous)
         wake.stop()
         window.deleteLater()
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_app(sys.argv[1:]))

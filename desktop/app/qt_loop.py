@@ -4,6 +4,8 @@ qasync 0.28 replaces `run_forever` without installing asyncio's async-generator 
 async generator left suspended (httpx/httpcore keep inner ones) would be finalized outside the
 loop, and its cleanup would fail. `run` installs the loop's own hooks for as long as it runs,
 which is what asyncio's `run_forever` does; `close` then shuts down what is left.
+Each loop runs under `qt_guards.LoopGuards` (garbage collection on the loop's thread only, and
+the references PySide6 6.12.0 loses on Python 3.11 given back).
 """
 
 from __future__ import annotations
@@ -17,7 +19,10 @@ from typing import TypeVar
 import qasync
 from PySide6.QtCore import QCoreApplication
 
+from desktop.app.qt_guards import LoopGuards
+
 T = TypeVar("T")
+_guards: dict[int, LoopGuards] = {}
 
 
 def new_loop(app: QCoreApplication, *, workers: int = 2) -> qasync.QEventLoop:
@@ -25,6 +30,8 @@ def new_loop(app: QCoreApplication, *, workers: int = 2) -> qasync.QEventLoop:
     loop = qasync.QEventLoop(app)
     loop.set_default_executor(ThreadPoolExecutor(workers, "parley-loop"))
     asyncio.set_event_loop(loop)
+    _guards[id(loop)] = guards = LoopGuards(loop)
+    guards.start()
     return loop
 
 
@@ -42,6 +49,9 @@ def run(loop: qasync.QEventLoop, awaitable: Awaitable[T]) -> T:
 
 
 def close(loop: qasync.QEventLoop) -> None:
+    guards = _guards.pop(id(loop), None)
+    if guards is not None:
+        guards.stop()
     run(loop, loop.shutdown_asyncgens())
     loop.close()
     asyncio.set_event_loop(None)

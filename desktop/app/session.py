@@ -138,6 +138,8 @@ class Session(Board):
             self.publish(EngineClosed())
             return
         stack.callback(self.conversation.subscribe(self._on_engine))
+        await self.voice.attach(self.conversation)
+        stack.push_async_callback(self.voice.attach, None)  # detached before the conversation closes
         self._engine, self._generation = stack, self._generation + 1
         self.publish(EngineOpened(choice.adapter.provider, choice.adapter.model, choice.label))
         if choice.load is not None:
@@ -246,4 +248,10 @@ class Session(Board):
         def utterance(item: UserInput) -> None:
             self.submit(item)
 
-        return VoiceCallbacks(level, self.set_input_state, self.barge_in, utterance, self.raise_problem, self.publish)
+        def listening_stopped() -> None:
+            if self.hands_free:
+                self.set_hands_free(False)
+
+        return VoiceCallbacks(
+            level, self.set_input_state, self.barge_in, utterance, self.raise_problem, self.publish, listening_stopped
+        )

@@ -30,7 +30,7 @@ from desktop.config import Config, ConfigError, validate
 
 PROVIDERS = (("Embedded (offline, SmolLM2-135M)", "local"), ("OpenAI-compatible server", "openai"))
 DEFAULT_DEVICE = "System default"
-VOICE_NOTE = "Saved now; used once the microphone and speaker pipeline is wired (this build simulates the voice)."
+VOICE_NOTE = "Saved now; devices, models and VAD settings take effect when Parley restarts."
 
 
 class SettingsDialog(QDialog):

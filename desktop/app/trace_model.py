@@ -13,6 +13,8 @@ TIMINGS = {
     "quiesce_ms": "cancel → every task, thread and connection of the turn ended",
     "ttfa_ms": "end of speech → first audio",
     "llm_ttft_ms": "request sent → first token from the model",
+    "asr_ms": "end of speech → final transcript (Whisper)",
+    "tts_first_ms": "first reply text → its first audio (Piper)",
 }
 
 

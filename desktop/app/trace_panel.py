@@ -7,7 +7,7 @@ from PySide6.QtWidgets import QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
 from desktop.app.style import named
 from desktop.app.trace_model import TraceBook, TurnTrace
 
-FOOTNOTE = "Timings the voice pipeline measures (stop_ms, ttfa_ms) appear once real audio is wired."
+FOOTNOTE = "Hover a line for what it measures; stop_ms and ttfa_ms come from the audio itself."
 
 
 class TracePanel(QWidget):

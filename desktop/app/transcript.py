@@ -18,8 +18,8 @@ WELCOME = (
 )
 WELCOME_SIMULATED = (
     "Type a message below to start.\n"
-    "Replies are spoken silently in this build; hold Talk (or Space) while Parley speaks to interrupt it, "
-    "and see that it remembers only the words you had heard."
+    "No microphone is in use, so replies are spoken silently; hold Talk (or Space) while Parley speaks "
+    "to interrupt it, and see that it remembers only the words you had heard."
 )
 WIDEST = 0.72  # of the transcript's width
 MARGINS = 14 + 14 + 4

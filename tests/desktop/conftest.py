@@ -23,8 +23,10 @@ import pytest
 import qasync
 from PySide6.QtWidgets import QApplication
 
+from audio.devices import refresh
 from desktop.app import qt_loop
 from desktop.app.style import SHEET
+from tests.audio import pulse as pulse_kit
 from tests.desktop import leaks
 from tests.desktop.helpers import MemoryKeyring
 
@@ -94,3 +96,19 @@ def run(qloop: qasync.QEventLoop) -> Callable[..., Any]:
         return qt_loop.run(qloop, asyncio.wait_for(coro, within))
 
     return run
+
+
+@pytest.fixture(scope="module")
+def pulse() -> Iterator[pulse_kit.Pulse]:
+    """The audio tests' private PulseAudio with its null sinks (tests/audio/pulse.py): reused when their session
+    fixture has already loaded the sinks, else loaded here and unloaded after the module (so theirs can load)."""
+    if pulse_kit.SPEAKER in pulse_kit.pactl("list", "short", "sinks", check=False):
+        yield pulse_kit.Pulse()
+        return
+    server = pulse_kit.start()
+    refresh()  # PortAudio enumerates devices only at initialisation
+    try:
+        yield server
+    finally:
+        pulse_kit.stop(server)
+        refresh()

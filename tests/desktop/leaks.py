@@ -39,9 +39,12 @@ def running_qthreads() -> list[QThread]:
     return [o for o in gc.get_objects() if isinstance(o, QThread) and shiboken6.isValid(o) and o.isRunning()]
 
 
+PROCESS_WIDE = ("parley-asr", "parley-tts", "tqdm_monitor")  # model workers and tqdm: one per process
+
+
 def new_threads(before: Iterable[threading.Thread]) -> list[threading.Thread]:
     known = set(before)
-    return [t for t in threading.enumerate() if t not in known and t.is_alive()]
+    return [t for t in threading.enumerate() if t not in known and t.is_alive() and not t.name.startswith(PROCESS_WIDE)]
 
 
 def report(

@@ -21,6 +21,7 @@ from desktop.app.style import SHEET
 from desktop.app.voice import SimulatedVoice
 from desktop.app.window import MainWindow
 from desktop.config import Config
+from desktop.voice.live import LiveVoice
 from engine.clock import MonotonicClock
 from engine.events import State
 from engine.testing import FakeLlm, failure, reply
@@ -33,6 +34,19 @@ STORY = (
     "weather in a leather book that nobody ever read."
 )
 PARIS = "Paris. It has been the capital of France for most of the last thousand years."
+
+
+class _ScriptedVoice(SimulatedVoice):
+    """Stands in for the microphone so the picture is the same every time; the window describes it as the
+    live voice describes itself (LiveVoice only checks its model files when made, it opens no device)."""
+
+    def __init__(self, clock: MonotonicClock) -> None:
+        super().__init__(clock, ms_per_word=150)
+        self._hint = LiveVoice(Config(), clock).description
+
+    @property
+    def description(self) -> str:
+        return self._hint
 
 
 def _llm(clock: MonotonicClock) -> FakeLlm:
@@ -56,7 +70,7 @@ async def _play(window: MainWindow, session: Session, voice: SimulatedVoice) -> 
 
 async def _scene(out: Path) -> None:
     clock = MonotonicClock()
-    voice = SimulatedVoice(clock, ms_per_word=150)
+    voice = _ScriptedVoice(clock)
     with TemporaryDirectory() as tmp:
         session = Session(Config(), journal_dir=Path(tmp), voice=voice, llm=_llm(clock), clock=clock)
         window = MainWindow(session, config_path=Path(tmp) / "config.toml", devices=Devices)

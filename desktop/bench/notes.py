@@ -1,0 +1,113 @@
+"""The table's footnotes: what each row includes, and where the time of the latency rows goes (stage by stage)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from desktop.bench.rows import Measured
+from desktop.bench.scenarios import Run, aborted_metric, metric
+from desktop.bench.sessions import BARGE_IN_AFTER_S, SPOKEN_EVERY
+from desktop.bench.soak import WARMUP_CYCLES, Soak
+from desktop.bench.table import machine, percentile
+from desktop.config import Config
+
+STAGES = ("asr_ms", "llm_ttft_ms", "tts_first_ms")
+
+
+def footnotes(m: Measured) -> list[str]:
+    info = machine()
+    notes = [
+        f"machine: {info['cpu']}, {info['cores']} cores, Python {info['python']}, {info['platform']}; {info['date']}; "
+        f"load average at the end (1/5/15 min) {'/'.join(map(str, info['loadavg_1_5_15']))}",
+        f"stop_ms, quiesce_ms, ttfa_ms, heard_word_error: the bundled barge_in (x{len(m.barge_in)}) and echo "
+        f"(x{len(m.echo)}) scenarios as `parley run --fast` runs them: fixture devices, the real Whisper, SmolLM2 "
+        "and Piper; model work takes real time, idle waits are skipped.",
+        _stop_note(m),
+        _heard_note(m),
+        _quiesce_note(m.runs),
+        _ttfa_note(m.runs),
+        "quiesce_http_ms: the barge_in scenario against the tests' fault-injecting OpenAI-compatible server, whose "
+        "stream stalls after two sentences: the cancel has to close a live HTTP stream.",
+        "asr_rtf: Whisper tiny.en (int8, 2 threads) on the 5 fixture utterances; tts_rtf: Piper per sentence; "
+        "llm: SmolLM2 via llama.cpp, default system prompt + a question (its prefix cached after the first call).",
+        "idle_cpu_pct: time.process_time of the whole process per 0.5 s while a fixture session listens in real "
+        "time to a silent mic with AEC on (20 ms frames through AEC + VAD, the sink rendering 10 ms blocks).",
+        _soak_note(m.soak, m.plan_soak),
+    ]
+    if m.self_described:
+        notes.append("self-interruptions: " + "; ".join(m.self_described))
+    if isinstance(m.http, str):
+        notes.append(f"quiesce_http_ms not measured: {m.http}")
+    return notes
+
+
+def _p50(values: Sequence[float | None]) -> str:
+    known = [v for v in values if v is not None]
+    return f"{percentile(known, 50):.0f}" if known else "—"
+
+
+def _p50_p95(values: Sequence[float | None]) -> str:
+    known = [v for v in values if v is not None]
+    return f"{percentile(known, 50):.0f}/{percentile(known, 95):.0f}" if known else "—"
+
+
+def _stop_note(m: Measured) -> str:
+    s = m.stops
+    return (
+        "stop_ms is read off the signals: the interrupting clip's first 10 ms window above -40 dBFS → output.wav "
+        f"silent from then on. Stages (p50/p95 ms): signal onset → VAD onset {_p50_p95([x.vad_onset_ms for x in s])}"
+        f", VAD onset → barge-in detected {_p50_p95([x.detect_ms for x in s])} (min_speech_ms), detected → output "
+        f"silent {_p50_p95([x.silence_ms for x in s])}; the journal's own stop_ms (VAD onset → detected) p50 "
+        f"{_p50(metric(m.runs, 'stop_ms'))}."
+    )
+
+
+def _heard_note(m: Measured) -> str:
+    head = "heard_word_error: the journal's kept text vs Whisper's transcript of the played part of output.wav"
+    if not m.heard:
+        return head + "."
+    worst = max(m.heard, key=lambda h: h.edits)
+    return f"{head}; worst ({worst.edits} edits): kept {worst.kept!r}, Whisper heard {worst.transcript!r}."
+
+
+def _quiesce_note(runs: list[Run]) -> str:
+    quiesce = aborted_metric(runs, "quiesce_ms")
+    if not quiesce:
+        return "quiesce_ms: no turn was cancelled."
+    return (
+        f"quiesce_ms: cancel (barge-in confirmed) → the turn's tasks and threads ended, over {len(quiesce)} "
+        "interruptions; the turn waits for the LLM worker thread to leave its current llama.cpp step, while "
+        "Whisper transcribes the interruption on the same cores."
+    )
+
+
+def _ttfa_note(runs: list[Run]) -> str:
+    turns = [t for run in runs for t in run.of("metrics/turn") if "ttfa_ms" in t and all(s in t for s in STAGES)]
+    if not turns:
+        return "ttfa_ms: no turn had every stage measured."
+    hangover = Config().audio.min_silence_ms
+    stages = ", ".join(f"{s} {_p50_p95([t[s] for t in turns])}" for s in STAGES)
+    rest = _p50_p95([t["ttfa_ms"] - hangover - sum(t[s] for s in STAGES) for t in turns])
+    return (
+        f"ttfa_ms stages (p50/p95 ms over {len(turns)} turns): the VAD's end-of-speech hangover {hangover} "
+        f"(min_silence_ms), {stages}; the rest {rest} is the first sentence's remaining tokens, queueing and "
+        "the sink's 30 ms latency."
+    )
+
+
+def _soak_note(soak: Soak | None, cycles: int) -> str:
+    head = (
+        f"soak_*: {cycles} cycles after {WARMUP_CYCLES} warm-up ones, each a fresh fixture session on the shared "
+        "preloaded models: a typed question → the reply's first audio (SmolLM2 + Piper) → "
+        f"{BARGE_IN_AFTER_S:g} s later a push-to-talk barge-in (every {SPOKEN_EVERY}th cycle the spoken "
+        "'stop, what time is it' through VAD + Whisper instead) → the turn aborted and quiescent → the session "
+        "closed. Counts from /proc/self after gc.collect(); p50/p95 over the per-cycle deltas, met on the final one."
+    )
+    if soak is None or not soak.cycles:
+        return head
+    aborted = [c for c in soak.cycles if c.outcome == "aborted"]
+    quiesce = [float(c.metrics["quiesce_ms"]) for c in aborted if "quiesce_ms" in c.metrics]
+    tail = f" {len(aborted)}/{len(soak.cycles)} cycles aborted a reply"
+    if quiesce:
+        tail += f"; their quiesce_ms p50 {percentile(quiesce, 50):.0f}, p95 {percentile(quiesce, 95):.0f}"
+    return head + tail + "."

@@ -1,0 +1,209 @@
+"""`--devices pulse`: a barge-in through audio.Player and audio.Microphone on PulseAudio null sinks, in real time.
+
+The private PulseAudio of the real-device tests (tests/audio/pulse.py) gives two null sinks: the Player plays
+into `speaker`, the Microphone hears `micwire`'s monitor, and the user's "stop, what time is it" is played into
+`micwire`. The speech onset is found in the captured frames (ADC time, monotonic); `speaker`'s monitor is
+recorded with parec and placed on the same time base by the reply's first sample (the Player's DAC time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from adapters.contract import CancelSignal
+from audio.aec import EchoCanceller
+from audio.bargein import BargeInDetector
+from audio.capture import Microphone
+from audio.devices import refresh
+from audio.listen import Listener
+from audio.player import Player
+from audio.ports import Frame
+from audio.vad import Vad, VadConfig
+from desktop.assets import fixture
+from desktop.bench.http_provider import source_tree_on_path
+from desktop.bench.scenarios import Heard
+from desktop.bench.sessions import QUESTION, Models
+from desktop.bench.signals import onset_s, silent_from_s, word_edits
+from desktop.voice.assembly import builtin_tools, llm_adapter
+from desktop.voice.ears import Ears
+from desktop.voice.session_metrics import SessionMetrics
+from desktop.voice.voice_output import VoiceOutput
+from engine.clock import MonotonicClock
+from engine.conversation import Conversation, EngineParts, open_conversation
+from engine.inbox import UserInput
+from engine.journal import Journal, read_events
+
+RATE = 16000
+TALK_OVER_AFTER_S = 2.0
+SETTLE_S = 0.5
+TIMEOUT_S = 60.0
+
+
+class PulseUnavailable(Exception):
+    """No private PulseAudio here; the message says why."""
+
+
+@dataclass(frozen=True)
+class PulseRuns:
+    stop_ms: list[float]
+    heard: list[Heard]
+
+
+@dataclass
+class _Live:
+    conversation: Conversation
+    metrics: SessionMetrics
+    frames: list[Frame]
+
+
+async def pulse_barge_ins(models: Models, root: Path, reps: int, progress: Any) -> PulseRuns:
+    kit = _kit()
+    try:
+        server = kit.start()
+    except (RuntimeError, OSError, subprocess.SubprocessError) as error:
+        raise PulseUnavailable(f"cannot start a private PulseAudio: {error}") from None
+    stops: list[float] = []
+    heard: list[Heard] = []
+    try:
+        refresh()  # PortAudio enumerates devices only when it initialises
+        for n in range(reps):
+            stop, words = await _one(kit, models, root / f"pulse{n}")
+            stops += [stop] if stop is not None else []
+            heard += [words] if words is not None else []
+            progress(f"pulse barge-in {n + 1}/{reps}")
+    finally:
+        kit.stop(server)
+    return PulseRuns(stops, heard)
+
+
+def _kit() -> ModuleType:
+    source_tree_on_path()
+    try:
+        from tests.audio import pulse
+    except ImportError as error:
+        raise PulseUnavailable(f"tests/audio/pulse.py is not importable: {error}") from None
+    return pulse
+
+
+async def _one(kit: Any, models: Models, out: Path) -> tuple[float | None, Heard | None]:
+    recorder = kit.Recorder(f"{kit.SPEAKER}.monitor", RATE)
+    try:
+        async with _rig(models, out) as live:
+            live.conversation.submit(UserInput(QUESTION))
+            turn = await _until(lambda: next(iter(live.metrics.first_audible), None))
+            first = live.metrics.first_audible[turn]
+            await asyncio.sleep(TALK_OVER_AFTER_S)
+            injected = time.monotonic()
+            user = kit.play_into(kit.MICWIRE, fixture("stop_what_time.wav"))
+            await _until(lambda: live.metrics.ended.get(turn))
+            await asyncio.to_thread(user.wait, 30)
+            await asyncio.sleep(SETTLE_S)
+            onset = _onset_at(live.frames, injected)
+    finally:
+        recording = await asyncio.to_thread(recorder.finish)
+    return await _measure(models, recording, out, turn, first, onset)
+
+
+async def _measure(
+    models: Models, recording: np.ndarray, out: Path, turn: int, first: float, onset: float | None
+) -> tuple[float | None, Heard | None]:
+    """Place the recording on the monotonic time base by the reply's first sample, then read stop and words."""
+    start_in_recording = onset_s(recording, RATE)
+    shift = first - start_in_recording  # monotonic time of the recording's sample 0
+    if onset is None:
+        return None, None
+    silent = silent_from_s(recording, RATE, onset - shift, onset - shift + 1.5) + shift
+    played = recording[round(start_in_recording * RATE) : round((silent - shift) * RATE)]
+    transcript = await models.transcriber.transcribe(played, CancelSignal())
+    kept = next((e["text"] for e in read_events(out / "journal.jsonl") if e["type"] == "assistant/message"
+                 and e["turn"] == turn), "")  # fmt: skip
+    heard = Heard(word_edits(kept, transcript.text), kept, transcript.text)
+    return round(max(0.0, silent - onset) * 1000, 1), heard
+
+
+def _onset_at(frames: list[Frame], after: float) -> float | None:
+    """ADC time of the first loud 10 ms window captured after `after`."""
+    later = [f for f in frames if f.end >= after]
+    if not later:
+        return None
+    samples = np.concatenate([f.samples for f in later])
+    at = later[0].at + onset_s(samples, RATE)
+    return at if at > later[0].at else None
+
+
+async def _until(probe: Any) -> Any:
+    deadline = time.monotonic() + TIMEOUT_S
+    while (value := probe()) is None:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the PulseAudio barge-in waited for a reply that never came")
+        await asyncio.sleep(0.01)
+    return value
+
+
+class _Keeping:
+    """The microphone, keeping every captured frame (to find the user's onset in the signal)."""
+
+    def __init__(self, mic: Microphone, frames: list[Frame]) -> None:
+        self._mic = mic
+        self._frames = frames
+
+    @property
+    def dropped(self) -> int:
+        return self._mic.dropped
+
+    async def start(self) -> None:
+        await self._mic.start()
+
+    async def frames(self) -> AsyncIterator[Any]:
+        async for item in self._mic.frames():
+            if isinstance(item, Frame):
+                self._frames.append(item)
+            yield item
+
+    async def close(self) -> None:
+        await self._mic.close()
+
+
+@asynccontextmanager
+async def _rig(models: Models, out: Path) -> AsyncIterator[_Live]:
+    """desktop.voice.fixture_run's wiring with the real devices (a headset: no echo path, AEC off)."""
+    config, clock, frames = models.config, MonotonicClock(), list[Frame]()
+    await asyncio.to_thread(out.mkdir, parents=True, exist_ok=True)
+    llm, _ = llm_adapter(config)
+    player, mic = Player("pulse"), _Keeping(Microphone("pulse"), frames)
+    journal = Journal(out / "journal.jsonl")
+    async with AsyncExitStack() as stack:
+        stack.callback(journal.close)
+        await player.start()
+        stack.push_async_callback(player.close)
+        holder: list[SessionMetrics] = []
+        voice = VoiceOutput(models.synthesizer, player, clock, on_first_audio=lambda *a: holder[0].first_audio(*a))
+        parts = EngineParts(llm=llm, speech=voice, journal=journal, clock=clock, tools=builtin_tools(out / "notes"))
+        conversation = await stack.enter_async_context(open_conversation(parts))
+        holder.append(SessionMetrics(conversation, player.latency_s))
+        detector = BargeInDetector(player, clock, min_speech_ms=config.audio.min_speech_ms,
+                                   resolve_window_ms=config.audio.false_interruption_window_ms)  # fmt: skip
+        ears = Ears(conversation, models.transcriber, detector, player, clock, on_utterance=holder[0].utterance)
+        vad = Vad(VadConfig(config.audio.vad_threshold, min_silence_ms=config.audio.min_silence_ms))
+        listener = Listener(mic, vad, echo=EchoCanceller(player.tap(), enabled=False), barge_in=detector)
+        await mic.start()
+        listening = asyncio.create_task(listener.run(ears.on_event, ears.on_audio), name="listener")
+        stack.push_async_callback(_stop, mic, listening)
+        stack.push_async_callback(ears.aclose)
+        yield _Live(conversation, holder[0], frames)
+
+
+async def _stop(mic: _Keeping, listening: asyncio.Task[Any]) -> None:
+    await mic.close()
+    listening.cancel()
+    await asyncio.wait({listening})

@@ -1,0 +1,93 @@
+"""What was measured → the table's rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from desktop.bench.http_provider import HttpRuns
+from desktop.bench.models import LlmTimes
+from desktop.bench.scenarios import Heard, Run, Stop, aborted_metric, metric
+from desktop.bench.soak import Soak
+from desktop.bench.table import Row, Target, not_measured, row
+
+STOP, QUIESCE, TTFA = Target("p95", 120), Target("p95", 150), Target("p50", 500)
+NONE_EVER, HEARD = Target("max", 0), Target("max", 1)
+NO_GROWTH, RSS_GROWTH = Target("final", 0), Target("final", 20)
+
+
+@dataclass
+class Measured:
+    plan_soak: int
+    devices: str
+    llm: LlmTimes = field(default_factory=LlmTimes)
+    asr_rtf: list[float] = field(default_factory=list)
+    tts_rtf: list[float] = field(default_factory=list)
+    idle_cpu: list[float] = field(default_factory=list)
+    barge_in: list[Run] = field(default_factory=list)
+    echo: list[Run] = field(default_factory=list)
+    heard: list[Heard] = field(default_factory=list)
+    stops: list[Stop] = field(default_factory=list)
+    self_interruptions: list[float] = field(default_factory=list)
+    self_described: list[str] = field(default_factory=list)
+    http: HttpRuns | str = "not run"
+    pulse: Any = None  # desktop.bench.pulse.PulseRuns, or why it could not be measured
+    soak: Soak | None = None
+
+    @property
+    def runs(self) -> list[Run]:
+        return self.barge_in + self.echo
+
+
+def rows(m: Measured) -> list[Row]:
+    runs = m.runs
+    return [
+        row("stop_ms", [s.total_ms for s in m.stops], STOP),
+        row("quiesce_ms", aborted_metric(runs, "quiesce_ms"), QUIESCE),
+        _http_row(m.http),
+        row("ttfa_ms", metric(runs, "ttfa_ms"), TTFA),
+        row("self_interruptions", m.self_interruptions, NONE_EVER, note=f"per echo run, {len(m.echo)} runs"),
+        row("heard_word_error", [float(h.edits) for h in m.heard], HEARD, note="word edits per interruption"),
+        row("asr_rtf", m.asr_rtf, None),
+        row("tts_rtf", m.tts_rtf, None),
+        row("llm_ttft_ms", m.llm.ttft_ms, None),
+        row("llm_tokens_per_s", m.llm.tokens_per_s, None),
+        row("idle_cpu_pct", m.idle_cpu, Target("p50", 5), note="% of one core"),
+        *_soak_rows(m.soak, m.plan_soak),
+        *(_pulse_rows(m.pulse) if m.devices == "pulse" else []),
+    ]
+
+
+def _http_row(http: HttpRuns | str) -> Row:
+    if isinstance(http, str):
+        return not_measured("quiesce_http_ms", QUIESCE, http)
+    note = f"{http.closed_by_client}/{http.stalled} stalled streams closed by Parley"
+    return row("quiesce_http_ms", http.quiesce_ms, QUIESCE, note=note)
+
+
+def _soak_rows(soak: Soak | None, cycles: int) -> list[Row]:
+    names = (("soak_threads_delta", "threads", NO_GROWTH), ("soak_fds_delta", "fds", NO_GROWTH),
+             ("soak_sockets_delta", "sockets", NO_GROWTH), ("soak_rss_mb_delta", "rss_mb", RSS_GROWTH))  # fmt: skip
+    if soak is None or not soak.deltas:
+        return [not_measured(name, target, f"soak of {cycles} cycles") for name, _, target in names]
+    final = soak.final
+    return [
+        row(
+            name,
+            [float(getattr(d, attr)) for d in soak.deltas],
+            target,
+            final=float(getattr(final, attr)),
+            note=f"final {getattr(final, attr):+g} after {len(soak.deltas)} cycles",
+        )
+        for name, attr, target in names
+    ]
+
+
+def _pulse_rows(pulse: Any) -> list[Row]:
+    if pulse is None or isinstance(pulse, str):
+        reason = pulse or "not run"
+        return [not_measured("stop_ms_pulse", STOP, reason), not_measured("heard_word_error_pulse", HEARD, reason)]
+    return [
+        row("stop_ms_pulse", pulse.stop_ms, STOP, note="PulseAudio null sinks, real time"),
+        row("heard_word_error_pulse", [float(h.edits) for h in pulse.heard], HEARD, note="word edits per interruption"),
+    ]

@@ -1,0 +1,145 @@
+"""`parley bench`: run every measurement in one event loop, then print the table (and write the JSON)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from adapters.contract import CancelSignal
+from adapters.llm.local import LocalLlamaAdapter
+from desktop.bench import models as model_bench
+from desktop.bench.http_provider import HttpRuns, Unavailable, stalled_barge_ins
+from desktop.bench.notes import footnotes
+from desktop.bench.rows import Measured, rows
+from desktop.bench.scenarios import heard_word_errors, run_scenario, self_interruptions, stops
+from desktop.bench.sessions import Models, idle_cpu
+from desktop.bench.soak import soak
+from desktop.bench.table import machine, render, write_json
+from desktop.config import Config
+from desktop.voice.assembly import speech_models
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How many times each measurement is repeated."""
+
+    barge_in: int = 10
+    echo: int = 20
+    http: int = 5
+    soak: int = 200
+    idle_s: float = 5.0
+    asr_reps: int = 3
+    tts_reps: int = 3
+    tts_sentences: int = 4
+    llm_reps: int = 5
+    llm_tokens: int = 128
+
+
+QUICK = Plan(barge_in=0, echo=1, http=1, soak=3, idle_s=1.0, asr_reps=1, tts_reps=1, tts_sentences=2, llm_reps=1,
+             llm_tokens=32)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Options:
+    soak: int | None = None
+    json: Path | None = None
+    devices: str = "fixture"
+    quick: bool = False
+    plan: Plan = field(default_factory=Plan)
+
+
+def run_bench(options: Options) -> int:
+    """Measure, print the table, write the JSON; 0 whether or not the targets are met."""
+    plan = QUICK if options.quick else options.plan
+    if options.soak is not None:
+        plan = Plan(**{**vars(plan), "soak": options.soak})
+    started = time.monotonic()
+    measured = asyncio.run(_measure(plan, options.devices, _progress(started)))
+    table, notes = rows(measured), footnotes(measured)
+    print(render(table, notes))
+    if options.json is not None:
+        write_json(options.json, table, machine(), notes)
+        print(f"wrote {options.json}")
+    return 0
+
+
+def _progress(started: float) -> Callable[[str], None]:
+    def say(what: str) -> None:
+        print(f"bench [{time.monotonic() - started:6.1f} s] {what}", file=sys.stderr, flush=True)
+
+    return say
+
+
+async def _measure(plan: Plan, devices: str, progress: Callable[[str], None]) -> Measured:
+    config = Config()
+    transcriber, synthesizer = speech_models(config)
+    await transcriber.preload(CancelSignal())
+    await synthesizer.preload(CancelSignal())
+    llm = LocalLlamaAdapter()
+    await llm.load()
+    models = Models(config, transcriber, synthesizer)
+    measured = Measured(plan_soak=plan.soak, devices=devices)
+    with tempfile.TemporaryDirectory(prefix="parley-bench-") as tmp:
+        root = Path(tmp)
+        await _models(measured, models, llm, plan, progress)
+        measured.idle_cpu = await idle_cpu(models, root / "idle", plan.idle_s)
+        progress("idle listening")
+        await _scenarios(measured, models, root, plan, progress)
+        measured.http = await _http(config, root, plan.http, progress)
+        if devices == "pulse":
+            await _pulse(measured, models, root, plan, progress)
+        measured.soak = await soak(models, root / "soak", plan.soak, progress)
+    return measured
+
+
+async def _models(
+    measured: Measured, models: Models, llm: LocalLlamaAdapter, plan: Plan, progress: Callable[[str], None]
+) -> None:
+    await model_bench.llm_times(llm, 1, 16)  # warm-up: the first passes over the mapped weights are slow
+    measured.llm = await model_bench.llm_times(llm, plan.llm_reps, plan.llm_tokens)
+    await model_bench.asr_rtf(models.transcriber, 1, clips=1)
+    measured.asr_rtf = await model_bench.asr_rtf(models.transcriber, plan.asr_reps)
+    await model_bench.tts_rtf(models.synthesizer, 1, sentences=1)
+    measured.tts_rtf = await model_bench.tts_rtf(models.synthesizer, plan.tts_reps, plan.tts_sentences)
+    progress("models on their own")
+
+
+async def _scenarios(
+    measured: Measured, models: Models, root: Path, plan: Plan, progress: Callable[[str], None]
+) -> None:
+    for name, reps, into in (("barge_in", plan.barge_in, measured.barge_in), ("echo", plan.echo, measured.echo)):
+        for n in range(reps):
+            run = await run_scenario(f"{name}.toml", root / f"{name}{n}", models.config)
+            into.append(run)
+            measured.stops += stops(run)
+            measured.heard += await heard_word_errors(run, models.transcriber)
+            if name == "echo":
+                found = self_interruptions(run)
+                measured.self_interruptions.append(float(len(found)))
+                measured.self_described += [f"echo run {n + 1}: {what}" for what in found]
+            progress(f"{name} {n + 1}/{reps}")
+
+
+async def _http(config: Config, root: Path, reps: int, progress: Callable[[str], None]) -> HttpRuns | str:
+    try:
+        return await stalled_barge_ins(config, root, reps, progress)
+    except Unavailable as error:
+        return str(error)
+    except TimeoutError as error:
+        return f"a run did not finish: {error}"
+
+
+async def _pulse(measured: Measured, models: Models, root: Path, plan: Plan, progress: Callable[[str], None]) -> None:
+    from desktop.bench.pulse import PulseUnavailable, pulse_barge_ins
+
+    try:
+        measured.pulse = await pulse_barge_ins(models, root / "pulse", max(1, plan.barge_in // 2), progress)
+    except PulseUnavailable as error:
+        measured.pulse = str(error)
+    except TimeoutError as error:
+        measured.pulse = f"a run did not finish: {error}"

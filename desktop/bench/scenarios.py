@@ -1,0 +1,155 @@
+"""The bundled scenarios run on fixture devices (`run --fast`), and what their journals and recordings show."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from adapters.contract import CancelSignal
+from adapters.contract.speech_io import Transcriber
+from audio.wav import load_wav
+from desktop.assets import fixture
+from desktop.bench.signals import Samples, onset_s, silent_from_s, word_edits
+from desktop.config import Config
+from desktop.scenario import load_scenario
+from desktop.voice.fixture_run import run_session
+from engine.journal import read_events
+
+RATE = 16000  # output.wav is read back at Whisper's rate
+SPEECH_TAIL_S = 0.5  # a barge-in this long after an utterance ended still belongs to it (the VAD hangover)
+
+
+@dataclass(frozen=True)
+class Run:
+    out: Path
+    events: list[dict[str, Any]]
+    report: dict[str, Any]
+
+    def of(self, type_: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["type"] == type_]
+
+    @property
+    def timeline(self) -> dict[str, Any]:
+        return dict(self.report["timeline"])
+
+    def output(self) -> Samples:
+        return load_wav(self.out / "output.wav", rate=RATE)
+
+
+@dataclass(frozen=True)
+class Interruption:
+    """An aborted turn's reply: where it played in output.wav, where the user's speech began, what was kept."""
+
+    turn: int
+    first_audio_s: float
+    silent_s: float  # when the pipeline paused the output (the report's timeline)
+    user_onset_s: float  # the interrupting speech's first loud window, in output.wav seconds
+    next_audio_s: float  # the next reply's first audio (or the recording's end)
+    heard: str  # the assistant/message text the journal kept
+
+
+async def run_scenario(name: str, out: Path, config: Config) -> Run:
+    await run_session(load_scenario(fixture(name)), [], config, out, fast=True)
+    report = json.loads((out / "report.json").read_text())
+    return Run(out, read_events(out / "journal.jsonl"), report)
+
+
+def metric(runs: Sequence[Run], key: str) -> list[float]:
+    return [float(m[key]) for run in runs for m in run.of("metrics/turn") if key in m]
+
+
+def aborted_metric(runs: Sequence[Run], key: str) -> list[float]:
+    values = []
+    for run in runs:
+        aborted = {e["turn"] for e in run.of("turn/end") if e["outcome"] == "aborted"}
+        values += [float(m[key]) for m in run.of("metrics/turn") if m["turn"] in aborted and key in m]
+    return values
+
+
+def interruptions(run: Run) -> list[Interruption]:
+    timeline, found = run.timeline, []
+    starts = sorted(t["first_audio_s"] for t in timeline["turns"].values())
+    end_s = len(run.output()) / RATE
+    for message in run.of("assistant/message"):
+        played = timeline["turns"].get(str(message["turn"]))
+        if not message.get("interrupted") or played is None or played["silent_s"] is None:
+            continue
+        silent = float(played["silent_s"])
+        onset = _user_onset(timeline["says"], silent)
+        following = next((s for s in starts if s > silent), end_s)
+        found.append(Interruption(message["turn"], played["first_audio_s"], silent, onset, following, message["text"]))
+    return found
+
+
+def _user_onset(says: list[dict[str, Any]], silent_s: float) -> float:
+    """The latest utterance that began before the output was paused, and its onset within the clip."""
+    say = max((s for s in says if s["at_s"] <= silent_s), key=lambda s: s["at_s"])
+    return float(say["at_s"]) + onset_s(_clip(say["what"]), RATE)
+
+
+@dataclass(frozen=True)
+class Stop:
+    """User speech onset in the mic signal → output silent, and its stages (ms)."""
+
+    total_ms: float
+    vad_onset_ms: float | None  # signal onset → the onset the VAD reports
+    detect_ms: float | None  # VAD onset → barge-in detected (min_speech_ms of voiced audio)
+    silence_ms: float | None  # detected (audio time) → the output silent in output.wav
+
+
+def stops(run: Run) -> list[Stop]:
+    """Read off the signals: the interrupting clip's first loud window → output.wav silent from then on."""
+    output, origin, found = run.output(), float(run.timeline["clock_origin"]), []
+    for cut in interruptions(run):
+        silent = silent_from_s(output, RATE, cut.user_onset_s, cut.next_audio_s - 0.01)
+        total = round(max(0.0, silent - cut.user_onset_s) * 1000, 1)
+        detected = [e for e in run.of("barge_in/detected") if e.get("turn") == cut.turn]
+        if not detected:
+            found.append(Stop(total, None, None, None))
+            continue
+        onset, at = float(detected[-1]["onset"]) - origin, float(detected[-1]["at"]) - origin
+        ms = [round((b - a) * 1000, 1) for a, b in ((cut.user_onset_s, onset), (onset, at), (at, silent))]
+        found.append(Stop(total, *ms))
+    return found
+
+
+@dataclass(frozen=True)
+class Heard:
+    edits: int
+    kept: str  # the journal's text of the interrupted reply
+    transcript: str  # what Whisper hears in the part of output.wav that played
+
+
+async def heard_word_errors(run: Run, transcriber: Transcriber) -> list[Heard]:
+    """Per interruption: word edits between the kept text and what Whisper hears in the played audio."""
+    output, found = run.output(), []
+    for cut in interruptions(run):
+        audio = output[round(cut.first_audio_s * RATE) : round(cut.silent_s * RATE)]
+        heard = await transcriber.transcribe(audio, CancelSignal())
+        found.append(Heard(word_edits(cut.heard, heard.text), cut.heard, heard.text))
+    return found
+
+
+def self_interruptions(run: Run) -> list[str]:
+    """Barge-ins detected while no user utterance was under way (the assistant's own echo), described."""
+    timeline = run.timeline
+    origin = float(timeline["clock_origin"])
+    spans = [(s["at_s"], s["at_s"] + len(_clip(s["what"])) / RATE + SPEECH_TAIL_S) for s in timeline["says"]]
+    found = []
+    for event in run.of("barge_in/detected"):
+        at = float(event["onset"]) - origin
+        if not any(lo - 0.05 <= at <= hi for lo, hi in spans):
+            reply = timeline["turns"].get(str(event.get("turn")), {}).get("first_audio_s")
+            found.append(f"turn {event.get('turn')} at {at:.2f} s (its reply began at {reply} s), {event['source']}")
+    return found
+
+
+def _clip(what: str) -> Samples:
+    """A spoken utterance's samples; a typed one (not a file) has none."""
+    path = Path(what)
+    return load_wav(path) if path.is_file() else np.zeros(0, dtype=np.float32)

@@ -1,0 +1,78 @@
+"""Fixture sessions driven by the bench itself: idle listening (CPU) and barge-in cycles (the soak)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from adapters.asr.whisper import WhisperTranscriber
+from adapters.tts.piper_voice import PiperSynthesizer
+from audio.wav import load_wav
+from desktop.assets import fixture
+from desktop.config import Config
+from desktop.scenario import Echo, Scenario
+from desktop.voice.clock import FastForwardClock
+from desktop.voice.fixture_run import Rig, _poll, _rig
+from engine.clock import MonotonicClock
+from engine.inbox import UserInput
+
+IDLE_WARM_S = 0.5
+IDLE_WINDOW_S = 0.5
+QUESTION = "Tell me a long story about a lighthouse keeper and his cat."
+BARGE_IN_AFTER_S = 0.2  # of reply audio before the user interrupts
+SPOKEN_EVERY = 10  # every 10th soak cycle interrupts by voice (VAD + Whisper), the others by push-to-talk
+
+
+@dataclass(frozen=True)
+class Models:
+    config: Config
+    transcriber: WhisperTranscriber
+    synthesizer: PiperSynthesizer
+
+
+async def idle_cpu(models: Models, out: Path, seconds: float) -> list[float]:
+    """% of one core used by this process per window while listening to a silent mic (VAD + AEC running)."""
+    loudspeaker = Scenario(Path("idle"), (), Echo(gain=0.5, delay_ms=40.0))  # an [echo] turns the canceller on
+    async with _rig(models.config, out, MonotonicClock(), models.transcriber, models.synthesizer, loudspeaker) as rig:
+        await asyncio.sleep(IDLE_WARM_S)
+        samples = []
+        for _ in range(max(1, round(seconds / IDLE_WINDOW_S))):
+            cpu, wall = time.process_time(), time.perf_counter()
+            await asyncio.sleep(IDLE_WINDOW_S)
+            samples.append(round(100 * (time.process_time() - cpu) / (time.perf_counter() - wall), 2))
+        if rig.ears.barge_ins or rig.conversation.live_turn is not None:
+            raise RuntimeError("the idle measurement heard something: the fixture mic should be silent")
+    return samples
+
+
+@dataclass(frozen=True)
+class Cycle:
+    outcome: str  # "aborted" unless the reply ended before the interruption
+    metrics: dict[str, Any]
+    spoken: bool
+
+
+async def barge_in_cycle(models: Models, out: Path, spoken: bool) -> Cycle:
+    """A fresh session: a typed question, its reply's first audio, then an interruption; closed once aborted."""
+    clock = FastForwardClock()
+    async with _rig(models.config, out, clock, models.transcriber, models.synthesizer, None) as rig:
+        rig.conversation.submit(UserInput(QUESTION))
+        turn = await _poll(rig, lambda: next(iter(rig.metrics.first_audible), None))
+        await _interrupt(rig, spoken)
+        ended = await _poll(rig, lambda: rig.metrics.ended.get(turn))
+    await asyncio.to_thread(shutil.rmtree, out, ignore_errors=True)
+    return Cycle(ended.outcome, dict(ended.metrics), spoken)
+
+
+async def _interrupt(rig: Rig, spoken: bool) -> None:
+    if spoken:
+        at = rig.clock.now() + BARGE_IN_AFTER_S - rig.source.started_at
+        rig.source.add(load_wav(fixture("stop_what_time.wav")), at)
+        return
+    await rig.clock.sleep(BARGE_IN_AFTER_S)
+    rig.ears.press()
+    rig.ears.release()

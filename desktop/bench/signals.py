@@ -1,0 +1,48 @@
+"""Measurements taken on the signals themselves: speech onset in a clip, the output's last sound, word edits."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import numpy.typing as npt
+
+Samples = npt.NDArray[np.float32]
+ONSET_RMS = 0.01  # a 10 ms window this loud (about -40 dBFS) is speech, not the clip's noise floor
+SILENT_ABS = 1e-3  # the output counts as silent below this (the pipeline test's threshold)
+_NUMBERS = "zero one two three four five six seven eight nine ten eleven twelve".split()
+
+
+def onset_s(samples: Samples, rate: int) -> float:
+    """Seconds from the clip's start to its first 10 ms window louder than ONSET_RMS (0 if none)."""
+    window = max(1, rate // 100)
+    usable = len(samples) // window * window
+    if usable == 0:
+        return 0.0
+    rms = np.sqrt(np.mean(np.square(samples[:usable].reshape(-1, window)), axis=1))
+    loud = np.flatnonzero(rms > ONSET_RMS)
+    return float(loud[0] * window / rate) if len(loud) else 0.0
+
+
+def silent_from_s(samples: Samples, rate: int, start_s: float, end_s: float) -> float:
+    """The time (s) from which `samples` stay silent up to `end_s`; `start_s` if already silent there."""
+    lo, hi = max(0, round(start_s * rate)), min(len(samples), round(end_s * rate))
+    loud = np.flatnonzero(np.abs(samples[lo:hi]) > SILENT_ABS)
+    return start_s if not len(loud) else (lo + int(loud[-1]) + 1) / rate
+
+
+def normalise(text: str) -> list[str]:
+    """Lower case, no punctuation, small numbers as words: the differences that are not heard as different."""
+    words = re.sub(r"[^a-z0-9' ]+", " ", text.lower().replace("-", " ")).split()
+    return [_NUMBERS[int(w)] if w.isdigit() and int(w) < len(_NUMBERS) else w.strip("'") for w in words]
+
+
+def word_edits(reference: str, hypothesis: str) -> int:
+    """Levenshtein distance over normalised words."""
+    ref, hyp = normalise(reference), normalise(hypothesis)
+    row = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        previous, row[0] = row[0], i
+        for j, h in enumerate(hyp, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (r != h))
+    return row[-1]

@@ -1,0 +1,75 @@
+"""Many barge-in cycles; threads, open files, sockets and RSS before and after (read from /proc/self)."""
+
+from __future__ import annotations
+
+import gc
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from desktop.bench.sessions import SPOKEN_EVERY, Cycle, Models, barge_in_cycle
+
+WARMUP_CYCLES = 2  # one spoken, one push-to-talk: every lazily created pool exists before the baseline
+PROC = Path("/proc/self")
+
+
+@dataclass(frozen=True)
+class Counts:
+    threads: int
+    fds: int
+    sockets: int
+    rss_mb: float
+
+    def minus(self, other: Counts) -> Counts:
+        return Counts(
+            self.threads - other.threads,
+            self.fds - other.fds,
+            self.sockets - other.sockets,
+            round(self.rss_mb - other.rss_mb, 1),
+        )
+
+
+@dataclass
+class Soak:
+    before: Counts
+    after: Counts
+    deltas: list[Counts] = field(default_factory=list)  # after each cycle, against `before`
+    cycles: list[Cycle] = field(default_factory=list)
+
+    @property
+    def final(self) -> Counts:
+        return self.after.minus(self.before)
+
+
+def counts() -> Counts:
+    """OS threads of the process, its open file descriptors, the sockets among them, and its resident set."""
+    links = []
+    for fd in os.listdir(PROC / "fd"):
+        try:
+            links.append(os.readlink(PROC / "fd" / fd))
+        except OSError:
+            continue  # the descriptor listdir itself used, closed meanwhile
+    status = (PROC / "status").read_text().splitlines()
+    rss_kb = next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+    threads = len(os.listdir(PROC / "task"))
+    return Counts(threads, len(links), sum(link.startswith("socket:") for link in links), round(rss_kb / 1024, 1))
+
+
+def settled_counts() -> Counts:
+    gc.collect()  # an abandoned executor's idle threads end only once it is collected
+    return counts()
+
+
+async def soak(models: Models, root: Path, cycles: int, progress: Callable[[str], None]) -> Soak:
+    for n in range(WARMUP_CYCLES):
+        await barge_in_cycle(models, root / f"warmup{n}", spoken=n == 0)
+    result = Soak(settled_counts(), Counts(0, 0, 0, 0.0))
+    for n in range(1, cycles + 1):
+        cycle = await barge_in_cycle(models, root / f"cycle{n}", spoken=n % SPOKEN_EVERY == 0)
+        result.cycles.append(cycle)
+        result.deltas.append(settled_counts().minus(result.before))
+        if n % 25 == 0 or n == cycles:
+            progress(f"soak {n}/{cycles}")
+    result.after = settled_counts()
+    return result
