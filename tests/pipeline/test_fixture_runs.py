@@ -14,7 +14,7 @@ from adapters.asr.whisper import WhisperTranscriber
 from adapters.contract import CancelSignal
 from audio.wav import load_wav
 from desktop.assets import fixture
-from desktop.config import AudioConfig, Config
+from desktop.config import Config
 from desktop.scenario import load_scenario
 from desktop.voice.fixture_run import run_session
 from engine.invariants import violations
@@ -73,21 +73,6 @@ def test_a_cough_does_not_cancel_the_reply(tmp_path: Path) -> None:
     outcomes = [e["outcome"] for e in _of(events, "turn/end")]
     assert outcomes == ["completed"]
     assert not _of(events, "barge_in/confirmed")
-
-
-def test_a_backchannel_pauses_the_reply_which_then_resumes(tmp_path: Path) -> None:
-    events, _ = _run("backchannel.toml", tmp_path)
-    kinds = [e["type"] for e in events if e["type"].startswith("barge_in/")]
-    assert kinds == ["barge_in/detected", "barge_in/resumed"]
-    assert [e["outcome"] for e in _of(events, "turn/end")] == ["completed"]
-    (message,) = _of(events, "assistant/message")
-    assert message["interrupted"] is False
-
-
-def test_with_resume_off_any_interruption_cancels(tmp_path: Path) -> None:
-    config = Config(audio=AudioConfig(false_interruption_resume=False))
-    events, _ = _run("backchannel.toml", tmp_path, config)
-    assert _of(events, "turn/end")[0]["outcome"] == "aborted"
 
 
 def test_loudspeaker_echo_does_not_interrupt_itself_but_the_user_does(tmp_path: Path) -> None:
