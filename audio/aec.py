@@ -15,6 +15,7 @@ from audio.events import EchoCancellerUnavailable
 from audio.ports import RATE, Frame, ReferenceReader
 
 CHUNK = RATE // 100  # 10 ms, the only frame size the module takes
+ECHO_TAIL_S = 0.5  # after this long without playback the room's echo has died away and the module idles
 
 
 def _to_pcm(samples: np.ndarray) -> np.ndarray:
@@ -41,6 +42,7 @@ class EchoCanceller:
         self._pending = np.zeros(0, dtype=np.float32)
         self._pending_at = 0.0
         self._position = 0
+        self._quiet_s = 0.0  # seconds since the reference last carried sound
         self._apm: Any = None
         self._frame_type: Any = None
         if self.enabled:
@@ -74,9 +76,20 @@ class EchoCanceller:
         self._pending_at = at + usable / RATE
         return [out]
 
+    def played(self, at: float, n: int) -> np.ndarray:
+        """The n reference samples that were audible from clock time `at` (silence without a reference)."""
+        if self._reference is None:
+            return np.zeros(n, dtype=np.float32)
+        return self._reference.read(at + self._lead_ms / 1000.0, n)
+
     def _chunk(self, mic: np.ndarray, at: float) -> np.ndarray:
-        assert self._reference is not None
-        far = self._reference.read(at + self._lead_ms / 1000.0, CHUNK)
+        far = self.played(at, CHUNK)
+        if np.any(far):
+            self._quiet_s = 0.0
+        else:
+            self._quiet_s += CHUNK / RATE
+            if self._quiet_s > ECHO_TAIL_S:
+                return mic  # nothing played lately: no echo to remove, so spare the CPU
         reverse = self._frame_type(_to_pcm(far).tobytes(), RATE, 1, CHUNK)
         self._apm.process_reverse_stream(reverse)
         near = self._frame_type(_to_pcm(mic).tobytes(), RATE, 1, CHUNK)

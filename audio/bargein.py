@@ -34,6 +34,7 @@ class BargeInDetector:
         min_speech_ms: float = 80.0,
         resolve_window_ms: float = 1500.0,
         max_echo_suppression_db: float = 10.0,
+        max_echo_likeness: float = 0.6,
         on_fact: Callable[[Fact], None] | None = None,
     ) -> None:
         self._output = output
@@ -41,6 +42,7 @@ class BargeInDetector:
         self.min_speech_ms = min_speech_ms
         self.resolve_window_ms = resolve_window_ms
         self.max_echo_suppression_db = max_echo_suppression_db
+        self.max_echo_likeness = max_echo_likeness
         self._on_fact = on_fact
         self._armed = False
         self._pending: BargeIn | None = None  # fired, not yet resolved
@@ -57,13 +59,20 @@ class BargeInDetector:
         self._armed = False
         self._pending = None
 
-    def advance(self, audio_time: float, voiced_ms: float, echo_suppressed_db: float = 0.0) -> BargeIn | None:
+    def ready(self, voiced_ms: float) -> bool:
+        """Would `voiced_ms` of speech fire now, echo aside? (Lets the caller skip measuring the echo.)"""
+        return self._armed and self._pending is None and voiced_ms + 1e-6 >= self.min_speech_ms
+
+    def advance(
+        self, audio_time: float, voiced_ms: float, echo_suppressed_db: float = 0.0, echo_likeness: float = 0.0
+    ) -> BargeIn | None:
         """The VAD has judged audio up to `audio_time` and hears `voiced_ms` of unbroken speech: fire once it
-        lasts the minimum (a lone blip does not) and the echo canceller did not remove more than
-        `max_echo_suppression_db` from that stretch (then it was mostly the assistant's own voice)."""
-        if not self._armed or self._pending is not None or voiced_ms + 1e-6 < self.min_speech_ms:
+        lasts the minimum (a lone blip does not) and the stretch is not the assistant's own voice: the echo
+        canceller removed no more than `max_echo_suppression_db` from it, and what is left does not follow the
+        played signal (`echo_likeness`, the peak normalised correlation, catches a canceller still converging)."""
+        if not self.ready(voiced_ms):
             return None
-        if echo_suppressed_db > self.max_echo_suppression_db:
+        if echo_suppressed_db > self.max_echo_suppression_db or echo_likeness > self.max_echo_likeness:
             return None
         return self._fire(BargeIn(audio_time - voiced_ms / 1000.0, "vad", audio_time))
 

@@ -10,35 +10,63 @@ import numpy as np
 from audio.aec import EchoCanceller
 from audio.bargein import BargeInDetector
 from audio.events import BargeIn, CaptureFailed, SpeechEnded, SpeechStarted
-from audio.ports import AudioSource, Frame
+from audio.ports import RATE, AudioSource, Frame
 from audio.vad import Vad
 
 ListenEvent = SpeechStarted | SpeechEnded | BargeIn | CaptureFailed
 KEEP_S = 2.0
 
 
+ECHO_LAGS_S = (-0.05, 0.3)  # how far the microphone may lag behind the played signal (acoustic path, jitter)
+ECHO_WINDOW_S = 0.3  # the end of a speech run compared with the played signal
+
+
 class _EnergyLog:
-    """Energy per frame over the last seconds, to ask how much the canceller removed from a stretch of audio."""
+    """The last seconds of audio and its energy per frame, to ask how much the canceller removed from a stretch
+    of audio and what is left of it."""
 
     def __init__(self) -> None:
-        self._frames: collections.deque[tuple[float, float, float]] = collections.deque()
+        self._frames: collections.deque[tuple[Frame, float]] = collections.deque()
 
     def add(self, frame: Frame) -> None:
         samples = frame.samples.astype(np.float64)
-        self._frames.append((frame.at, frame.end, float(np.dot(samples, samples))))
-        while self._frames and self._frames[0][1] < frame.end - KEEP_S:
+        self._frames.append((frame, float(np.dot(samples, samples))))
+        while self._frames and self._frames[0][0].end < frame.end - KEEP_S:
             self._frames.popleft()
 
     def energy(self, start: float, end: float) -> float:
-        return sum(e for at, stop, e in self._frames if stop > start and at < end)
+        return sum(e for f, e in self._frames if f.end > start and f.at < end)
+
+    def audio(self, start: float, end: float) -> tuple[float, np.ndarray]:
+        """(time of the first sample, samples) of the frames overlapping [start, end)."""
+        frames = [f for f, _ in self._frames if f.end > start and f.at < end]
+        if not frames:
+            return start, np.zeros(0, dtype=np.float32)
+        return frames[0].at, np.concatenate([f.samples for f in frames])
+
+
+def echo_likeness(residual: np.ndarray, played: np.ndarray) -> float:
+    """Peak normalised cross-correlation of `residual` against every window of `played` (longer, 16 kHz): near 1
+    when the residual is the played signal again (echo the canceller let through), low for a voice of its own."""
+    n = len(residual)
+    if n == 0 or len(played) < n or not np.any(residual):
+        return 0.0
+    size = 1 << (len(played) + n - 1).bit_length()
+    spectrum = np.fft.rfft(played, size) * np.conj(np.fft.rfft(residual, size))
+    dots = np.fft.irfft(spectrum, size)[: len(played) - n + 1]
+    window_energy = np.convolve(np.square(played, dtype=np.float64), np.ones(n), mode="valid")
+    norms = np.sqrt(window_energy * float(np.dot(residual, residual))) + 1e-12
+    return float(np.max(np.abs(dots) / norms))
 
 
 class Listener:
     """Runs until the source ends or fails; cleaned audio goes to `on_audio` (for ASR), facts to `on_event`.
 
     VAD and AEC steps are well under a millisecond per frame, so they run inline rather than in a thread.
-    Barge-in is echo-aware twice over: the VAD hears the cleaned signal, and a speech run from which the
-    canceller removed more than the detector's `max_echo_suppression_db` is taken for the assistant's own voice.
+    Barge-in is echo-aware three times over: the VAD hears the cleaned signal; a speech run from which the
+    canceller removed more than the detector's `max_echo_suppression_db` is taken for the assistant's own voice;
+    and so is one whose residual still follows the played signal (the canceller converging, or re-converging
+    after the playback timeline jumped).
     """
 
     def __init__(
@@ -69,6 +97,15 @@ class Listener:
                 self._step(clean, on_event, on_audio)
         return None
 
+    def echo_likeness(self, start: float, end: float) -> float:
+        """How closely the cleaned audio of [start, end) follows what was played just before (0 without AEC)."""
+        if self.echo is None or not self.echo.enabled:
+            return 0.0
+        at, residual = self._clean.audio(max(start, end - ECHO_WINDOW_S), end)
+        early, late = ECHO_LAGS_S
+        played = self.echo.played(at - late, len(residual) + round((late - early) * RATE))
+        return echo_likeness(residual.astype(np.float64), played.astype(np.float64))
+
     def suppression_db(self, start: float, end: float) -> float:
         """How much quieter the cleaned audio is than the captured audio over [start, end)."""
         raw, clean = self._raw.energy(start, end), self._clean.energy(start, end)
@@ -84,8 +121,9 @@ class Listener:
         for event in self.vad.feed(frame):
             on_event(event)
         detector, now, voiced = self.barge_in, self.vad.processed_until, self.vad.voiced_ms
-        if detector is None or voiced + 1e-6 < detector.min_speech_ms:
+        if detector is None or not detector.ready(voiced):
             return
-        suppressed = self.suppression_db(now - voiced / 1000.0, now) if self.echo is not None else 0.0
-        if (fired := detector.advance(now, voiced, suppressed)) is not None:
+        start = now - voiced / 1000.0
+        suppressed = self.suppression_db(start, now) if self.echo is not None else 0.0
+        if (fired := detector.advance(now, voiced, suppressed, self.echo_likeness(start, now))) is not None:
             on_event(fired)

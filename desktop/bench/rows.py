@@ -47,7 +47,7 @@ def rows(m: Measured) -> list[Row]:
         _http_row(m.http),
         row("ttfa_ms", metric(runs, "ttfa_ms"), TTFA),
         row("self_interruptions", m.self_interruptions, NONE_EVER, note=f"per echo run, {len(m.echo)} runs"),
-        row("heard_word_error", [float(h.edits) for h in m.heard], HEARD, note="word edits per interruption"),
+        row("heard_word_error", [float(h.error) for h in m.heard], HEARD, note="words wrong at the cut"),
         row("asr_rtf", m.asr_rtf, None),
         row("tts_rtf", m.tts_rtf, None),
         row("llm_ttft_ms", m.llm.ttft_ms, None),
@@ -89,5 +89,5 @@ def _pulse_rows(pulse: Any) -> list[Row]:
         return [not_measured("stop_ms_pulse", STOP, reason), not_measured("heard_word_error_pulse", HEARD, reason)]
     return [
         row("stop_ms_pulse", pulse.stop_ms, STOP, note="PulseAudio null sinks, real time"),
-        row("heard_word_error_pulse", [float(h.edits) for h in pulse.heard], HEARD, note="word edits per interruption"),
+        row("heard_word_error_pulse", [float(h.error) for h in pulse.heard], HEARD, note="words wrong at the cut"),
     ]

@@ -14,7 +14,7 @@ from adapters.contract import CancelSignal
 from adapters.contract.speech_io import Transcriber
 from audio.wav import load_wav
 from desktop.assets import fixture
-from desktop.bench.signals import Samples, onset_s, silent_from_s, word_edits
+from desktop.bench.signals import Samples, boundary_word_error, onset_s, silent_from_s, word_edits
 from desktop.config import Config
 from desktop.scenario import load_scenario
 from desktop.voice.fixture_run import run_session
@@ -22,6 +22,7 @@ from engine.journal import read_events
 
 RATE = 16000  # output.wav is read back at Whisper's rate
 SPEECH_TAIL_S = 0.5  # a barge-in this long after an utterance ended still belongs to it (the VAD hangover)
+NEXT_MARGIN_S = 0.25  # the next reply's first samples may precede its first-audible stamp by a block or two
 
 
 @dataclass(frozen=True)
@@ -103,10 +104,12 @@ class Stop:
 
 
 def stops(run: Run) -> list[Stop]:
-    """Read off the signals: the interrupting clip's first loud window → output.wav silent from then on."""
+    """Read off the signals: the interrupting clip's first loud window → output.wav silent from then on
+    (or, when the output was silent anyway, the moment the pipeline paused it)."""
     output, origin, found = run.output(), float(run.timeline["clock_origin"]), []
     for cut in interruptions(run):
-        silent = silent_from_s(output, RATE, cut.user_onset_s, cut.next_audio_s - 0.01)
+        # in a gap between sentences (or words) the output was silent anyway: then the pause counts
+        silent = max(silent_from_s(output, RATE, cut.user_onset_s, cut.next_audio_s - NEXT_MARGIN_S), cut.silent_s)
         total = round(max(0.0, silent - cut.user_onset_s) * 1000, 1)
         detected = [e for e in run.of("barge_in/detected") if e.get("turn") == cut.turn]
         if not detected:
@@ -120,18 +123,23 @@ def stops(run: Run) -> list[Stop]:
 
 @dataclass(frozen=True)
 class Heard:
-    edits: int
+    error: int  # words wrong at the cut (boundary_word_error)
+    edits: int  # all word edits, Whisper's misreadings included
     kept: str  # the journal's text of the interrupted reply
     transcript: str  # what Whisper hears in the part of output.wav that played
 
 
+def heard_of(kept: str, transcript: str) -> Heard:
+    return Heard(boundary_word_error(kept, transcript), word_edits(kept, transcript), kept, transcript)
+
+
 async def heard_word_errors(run: Run, transcriber: Transcriber) -> list[Heard]:
-    """Per interruption: word edits between the kept text and what Whisper hears in the played audio."""
+    """Per interruption: the kept text against what Whisper hears in the played part of the audio."""
     output, found = run.output(), []
     for cut in interruptions(run):
         audio = output[round(cut.first_audio_s * RATE) : round(cut.silent_s * RATE)]
         heard = await transcriber.transcribe(audio, CancelSignal())
-        found.append(Heard(word_edits(cut.heard, heard.text), cut.heard, heard.text))
+        found.append(heard_of(cut.heard, heard.text))
     return found
 
 

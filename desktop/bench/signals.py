@@ -39,10 +39,42 @@ def normalise(text: str) -> list[str]:
 
 def word_edits(reference: str, hypothesis: str) -> int:
     """Levenshtein distance over normalised words."""
-    ref, hyp = normalise(reference), normalise(hypothesis)
-    row = list(range(len(hyp) + 1))
+    return _edit_table(normalise(reference), normalise(hypothesis))[-1][-1]
+
+
+def boundary_word_error(kept: str, transcript: str) -> int:
+    """Words kept that were not audible plus words audible that were not kept: what the cut got wrong.
+
+    The two texts are aligned letter by letter (spaces dropped, so "dragon named" ~ "drag and named" costs
+    little) with a free gap at the end of one side; the words (at least half) inside that gap are the error.
+    Whisper's misreadings inside the sentence cost edits, not gap, so they do not count here.
+    """
+    kept_words, heard_words = normalise(kept), normalise(transcript)
+    table = _edit_table(list("".join(kept_words)), list("".join(heard_words)))
+    rows, cols = len(table) - 1, len(table[0]) - 1
+    ends = [(table[rows][cols], 0, rows, cols)]
+    ends += [(table[i][cols], rows - i, i, cols) for i in range(rows)]  # kept letters i.. not heard
+    ends += [(table[rows][j], cols - j, rows, j) for j in range(cols)]  # heard letters j.. not kept
+    _, _, i, j = min(ends)
+    return _words_in_tail(kept_words, i) + _words_in_tail(heard_words, j)
+
+
+def _words_in_tail(words: list[str], start: int) -> int:
+    """How many of `words` (as one letter string) have at least half their letters at or after `start`."""
+    count, position = 0, 0
+    for word in words:
+        after = max(0, position + len(word) - max(start, position))
+        count += 2 * after >= len(word) > 0
+        position += len(word)
+    return count
+
+
+def _edit_table(ref: list[str], hyp: list[str]) -> list[list[int]]:
+    """The Levenshtein table: cell [i][j] is the distance between ref[:i] and hyp[:j]."""
+    table = [list(range(len(hyp) + 1))]
     for i, r in enumerate(ref, 1):
-        previous, row[0] = row[0], i
+        row = [i]
         for j, h in enumerate(hyp, 1):
-            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (r != h))
-    return row[-1]
+            row.append(min(table[-1][j] + 1, row[j - 1] + 1, table[-1][j - 1] + (r != h)))
+        table.append(row)
+    return table

@@ -96,7 +96,7 @@ async def speak_and_listen(
 ) -> Outcome:
     """The assistant says `speech` (16 kHz) while the listener runs for `seconds` of capture."""
     outcome = Outcome()
-    detector = BargeInDetector(rig.sink, rig.clock, min_speech_ms=80)
+    detector = BargeInDetector(rig.sink, rig.clock, min_speech_ms=64)
     tap = rig.sink.tap()
     outcome.tap = tap
     listener = Listener(_Tee(rig.source, outcome), Vad(VadConfig(min_speech_ms=32)),

@@ -10,6 +10,7 @@ import pytest
 from audio.bargein import BargeInDetector
 from audio.events import BargeIn, BargeInConfirmed, FalseBargeInResumed, SpeechEnded, SpeechStarted
 from audio.fixtures import RecordingSink
+from audio.listen import echo_likeness
 from audio.ports import RATE, Frame
 from audio.vad import Vad, VadConfig
 from engine.testing.clock import VirtualClock
@@ -66,6 +67,7 @@ async def test_a_barge_in_pauses_and_a_wordless_one_resumes_where_it_stopped() -
     detector.arm()
     assert detector.advance(clock.now(), 64.0) is None, "shorter than the minimum"
     assert detector.advance(clock.now(), 96.0, echo_suppressed_db=25.0) is None, "mostly cancelled echo"
+    assert detector.advance(clock.now(), 96.0, echo_likeness=0.9) is None, "echo the canceller let through"
     fired = detector.advance(clock.now(), 96.0)
     assert isinstance(fired, BargeIn)
     assert fired.at == pytest.approx(clock.now() - 0.096)
@@ -128,3 +130,13 @@ async def test_push_to_talk_interrupts_at_once() -> None:
     await clock.advance(0.2)
     assert sink.played_ms(1, "s") == before
     await sink.close()
+
+
+def test_echo_likeness_tells_the_played_signal_from_another_voice() -> None:
+    rng = np.random.default_rng(7)
+    played = rng.standard_normal(8000)
+    echo = 0.3 * played[2000:6800] + 0.01 * rng.standard_normal(4800)  # 125 ms late, quieter, a little noise
+    assert echo_likeness(echo, played) > 0.95
+    assert echo_likeness(rng.standard_normal(4800), played) < 0.2
+    assert echo_likeness(np.zeros(4800), played) == 0.0
+    assert echo_likeness(echo, np.zeros(8000)) < 1e-3, "nothing was played"

