@@ -15,9 +15,10 @@ from piper import PiperVoice
 
 from adapters.contract.cancel import CancelSignal, User
 from adapters.contract.speech_io import SynthSegment
+from adapters.contract.workers import StopFlag
 from adapters.llm.models import ModelError, ModelNotFound
 from adapters.tts.chunker import MAX_CHARS
-from adapters.tts.piper_voice import PiperSynthesizer, default_voice_path
+from adapters.tts.piper_voice import PiperSynthesizer, default_voice_path, shared_voice
 from adapters.tts.render import render
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -109,6 +110,26 @@ async def test_ten_thousand_characters_are_spoken_in_bounded_cancellable_steps()
         signal.set(User())
         assert [s async for s in stream] == []
         assert synthesizer.busy == 0
+
+
+async def test_a_stop_ends_the_inference_under_way_rather_than_the_sentence() -> None:
+    synthesizer = PiperSynthesizer()
+    await speak("Warm up.", synthesizer)
+    voice = shared_voice(synthesizer.voice_path)
+    sentence = "the quick brown fox jumps over the lazy dog, " * 5 + "and then it rests"
+    started = time.monotonic()
+    assert await asyncio.to_thread(render, voice, 0, sentence, StopFlag()) is not None
+    whole = time.monotonic() - started
+    stop = StopFlag()
+    job = asyncio.ensure_future(asyncio.to_thread(render, voice, 0, sentence, stop))
+    await asyncio.sleep(whole / 3)  # the moment to stop: a third of the way into the sentence
+    stopped = time.monotonic()
+    stop.set()
+    assert await job is None
+    latency = time.monotonic() - stopped
+    print(f"\npiper: a {whole * 1000:.0f} ms sentence stopped {latency * 1000:.1f} ms after the stop")
+    assert latency < min(0.1, whole / 3)
+    assert await asyncio.to_thread(render, voice, 0, "Still speaking.", StopFlag()) is not None, "voice still usable"
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,9 @@
 """Bounded worker threads for blocking model calls that stop on the turn's signal and are always waited for.
 
-Shared by the ASR and TTS adapters (and their fakes): a job receives a `threading.Event` that is
-set when the cancel signal fires *or* when the awaiting task is cancelled, polls it between small
-steps, and returns. The caller never walks away from a running thread (SPEC §5).
+Shared by the ASR and TTS adapters (and their fakes): a job receives a `StopFlag` (a threading.Event)
+that is set when the cancel signal fires *or* when the awaiting task is cancelled, polls it between
+small steps (or ends a running step through the flag's hooks), and returns. The caller never walks
+away from a running thread (SPEC §5).
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from adapters.contract.cancel import CancelCause, CancelSignal
-from adapters.contract.workers import wait_settled
+from adapters.contract.workers import StopFlag, wait_settled
 
 T = TypeVar("T")
-Job = Callable[[threading.Event], T]
+Job = Callable[[StopFlag], T]
 
 
 class Worker:
@@ -36,7 +37,7 @@ class Worker:
 
     async def run(self, job: Job[T], signal: CancelSignal) -> T:
         """Run `job(stop)` in the pool; on task cancellation set `stop`, wait for the thread, re-raise."""
-        stop = threading.Event()
+        stop = StopFlag()
 
         def on_cancel(_cause: CancelCause) -> None:
             stop.set()
@@ -53,7 +54,7 @@ class Worker:
         finally:
             unsubscribe()
 
-    def _submit(self, job: Job[T], stop: threading.Event) -> asyncio.Future[T]:
+    def _submit(self, job: Job[T], stop: StopFlag) -> asyncio.Future[T]:
         with self._lock:
             self._active += 1
         try:
@@ -63,7 +64,7 @@ class Worker:
                 self._active -= 1
             raise
 
-    def _body(self, job: Job[T], stop: threading.Event) -> T:
+    def _body(self, job: Job[T], stop: StopFlag) -> T:
         try:
             return job(stop)
         finally:

@@ -3,11 +3,43 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from concurrent.futures import Executor
 from typing import TypeVar
 
 T = TypeVar("T")
+
+
+class StopFlag(threading.Event):
+    """The stop event of one blocking job, which can also end a call already running (an ONNX inference, say)
+    instead of waiting for it to return: hooks registered with `on_set` run when the flag is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._hooks: list[Callable[[], object]] = []
+        self._hooks_lock = threading.Lock()
+
+    def set(self) -> None:
+        super().set()
+        with self._hooks_lock:
+            hooks, self._hooks = self._hooks, []
+        for hook in hooks:
+            hook()
+
+    def on_set(self, hook: Callable[[], object]) -> Callable[[], None]:
+        """Run `hook` when the flag is set (at once if it is already); returns a function that unregisters it."""
+        with self._hooks_lock:
+            if not self.is_set():
+                self._hooks.append(hook)
+                return lambda: self._remove(hook)
+        hook()
+        return lambda: None
+
+    def _remove(self, hook: Callable[[], object]) -> None:
+        with self._hooks_lock:
+            if hook in self._hooks:
+                self._hooks.remove(hook)
 
 
 async def run_blocking(

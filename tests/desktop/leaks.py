@@ -20,8 +20,11 @@ def created_at(obj: object) -> str:
 
 
 def flush_deletions(app: QApplication) -> None:
-    """Run pending deleteLater() calls (what the event loop would do next)."""
+    """Run pending deleteLater() calls (what the event loop would do next), and collect the test's cyclic
+    garbage here on the main thread: left to the collector, a Qt object in it could be freed later on some
+    model's worker thread, with its timers still registered (a segfault in a later test's event processing)."""
     for _ in range(3):
+        gc.collect()
         app.sendPostedEvents(None, QEvent.Type.DeferredDelete)
         app.processEvents()
 
