@@ -34,7 +34,7 @@ class BargeInDetector:
         min_speech_ms: float = 80.0,
         resolve_window_ms: float = 1500.0,
         max_echo_suppression_db: float = 10.0,
-        max_echo_likeness: float = 0.6,
+        max_echo_likeness: float = 0.8,
         on_fact: Callable[[Fact], None] | None = None,
     ) -> None:
         self._output = output

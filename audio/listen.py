@@ -17,7 +17,7 @@ ListenEvent = SpeechStarted | SpeechEnded | BargeIn | CaptureFailed
 KEEP_S = 2.0
 
 
-ECHO_LAGS_S = (-0.05, 0.3)  # how far the microphone may lag behind the played signal (acoustic path, jitter)
+ECHO_LAGS_S = (-0.2, 0.5)  # how far the microphone may lag the played signal (acoustic path, DAC-time error)
 ECHO_WINDOW_S = 0.3  # the end of a speech run compared with the played signal
 
 
