@@ -90,6 +90,7 @@ def _run(args: argparse.Namespace) -> int:
     from desktop.config import load, with_llm
     from desktop.scenario import load_scenario
     from desktop.voice.fixture_run import run_session
+    from desktop.voice.live import scenario_path
 
     config = with_llm(
         load(args.config),
@@ -99,7 +100,7 @@ def _run(args: argparse.Namespace) -> int:
         retries=args.retries,
         idle_timeout=args.idle_timeout,
     )
-    scenario = load_scenario(args.fixture) if args.fixture else None
+    scenario = load_scenario(scenario_path(args.fixture)) if args.fixture else None  # or a bundled one
     print(asyncio.run(run_session(scenario, args.text or [], config, args.out, args.fast)))
     print(f"wrote {args.out / 'journal.jsonl'}, {args.out / 'output.wav'}, {args.out / 'report.json'}")
     return EXIT_OK
@@ -134,10 +135,10 @@ def _local_llm() -> LlmAdapter:
 
 def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
-    if given and given[0] == "--fixture":
+    if given and given[0] in ("--fixture", "--quit-when-ready"):
         from desktop.app import run_app
 
-        return run_app(given)  # the window, playing a scenario into it
+        return run_app(given)  # the window, playing a scenario into it (or closing once it is usable)
     args = _parser().parse_args(argv)
     if args.command is None:
         from desktop.app import run_app

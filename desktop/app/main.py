@@ -6,6 +6,7 @@ import argparse
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 from PySide6.QtCore import QTimer
@@ -27,6 +28,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", type=Path, help="settings file (default: the user config dir)")
     parser.add_argument("--journal-dir", type=Path, help="where sessions/<time>/journal.jsonl go")
     parser.add_argument("--fixture", type=Path, help="play a scenario file into the window")
+    parser.add_argument(
+        "--quit-when-ready", action="store_true", help="close as soon as the window is usable (a start-up check)"
+    )
     return parser
 
 
@@ -85,15 +89,21 @@ async def _main(args: argparse.Namespace) -> int:
     wake = QTimer(window)  # lets Python run its Ctrl+C handler while Qt's loop is in C++
     wake.start(250)
     previous = signal.signal(signal.SIGINT, lambda *_: window.close())
+    ready: float | None = None
     try:
         await session.start()
         if args.fixture is not None and not voice.simulated:
             session.set_hands_free(True)  # the scenario speaks without pressing Talk
+        if args.quit_when_ready:
+            ready = time.monotonic()  # said once closed: llama.cpp mutes stdout while it loads a model
+            window.close()
         await window.closed.wait()
     finally:
         signal.signal(signal.SIGINT, previous)
         wake.stop()
         window.deleteLater()
+    if ready is not None:
+        print(f"parley: window ready at {ready:.3f} s on the monotonic clock, then closed in order", flush=True)
     return 0
 
 
