@@ -9,12 +9,25 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 from audio.events import BargeIn, BargeInConfirmed, FalseBargeInResumed
 from audio.ports import Clock
 
 Fact = BargeIn | BargeInConfirmed | FalseBargeInResumed
+
+
+@dataclass(frozen=True)
+class EchoEvidence:
+    """What the listening chain measured of a speech run, to tell the user's voice from the assistant's echo."""
+
+    suppressed_db: float = 0.0  # how much the echo canceller removed from the run
+    likeness: float = 0.0  # peak normalised correlation of what is left with the played signal
+    excess_db: float | None = None  # microphone level above the echo the played signal explains (None: unknown)
+
+
+NO_ECHO = EchoEvidence()
 
 
 class Pausable(Protocol):
@@ -35,6 +48,7 @@ class BargeInDetector:
         resolve_window_ms: float = 1500.0,
         max_echo_suppression_db: float = 10.0,
         max_echo_likeness: float = 0.8,
+        min_excess_db: float = 3.0,
         on_fact: Callable[[Fact], None] | None = None,
     ) -> None:
         self._output = output
@@ -43,6 +57,7 @@ class BargeInDetector:
         self.resolve_window_ms = resolve_window_ms
         self.max_echo_suppression_db = max_echo_suppression_db
         self.max_echo_likeness = max_echo_likeness
+        self.min_excess_db = min_excess_db
         self._on_fact = on_fact
         self._armed = False
         self._pending: BargeIn | None = None  # fired, not yet resolved
@@ -63,18 +78,22 @@ class BargeInDetector:
         """Would `voiced_ms` of speech fire now, echo aside? (Lets the caller skip measuring the echo.)"""
         return self._armed and self._pending is None and voiced_ms + 1e-6 >= self.min_speech_ms
 
-    def advance(
-        self, audio_time: float, voiced_ms: float, echo_suppressed_db: float = 0.0, echo_likeness: float = 0.0
-    ) -> BargeIn | None:
+    def advance(self, audio_time: float, voiced_ms: float, echo: EchoEvidence = NO_ECHO) -> BargeIn | None:
         """The VAD has judged audio up to `audio_time` and hears `voiced_ms` of unbroken speech: fire once it
         lasts the minimum (a lone blip does not) and the stretch is not the assistant's own voice: the echo
-        canceller removed no more than `max_echo_suppression_db` from it, and what is left does not follow the
-        played signal (`echo_likeness`, the peak normalised correlation, catches a canceller still converging)."""
-        if not self.ready(voiced_ms):
-            return None
-        if echo_suppressed_db > self.max_echo_suppression_db or echo_likeness > self.max_echo_likeness:
+        canceller removed no more than `max_echo_suppression_db` from it, what is left does not follow the
+        played signal (a canceller still converging), and the microphone is louder than the echo alone would
+        make it (a canceller thrown off by a jump in the playback timeline)."""
+        if not self.ready(voiced_ms) or self._is_echo(echo):
             return None
         return self._fire(BargeIn(audio_time - voiced_ms / 1000.0, "vad", audio_time))
+
+    def _is_echo(self, echo: EchoEvidence) -> bool:
+        return (
+            echo.suppressed_db > self.max_echo_suppression_db
+            or echo.likeness > self.max_echo_likeness
+            or (echo.excess_db is not None and echo.excess_db < self.min_excess_db)
+        )
 
     def push_to_talk(self, at: float | None = None) -> BargeInConfirmed | None:
         """A push-to-talk press: while armed it interrupts at once, no resolve step."""

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 
 from audio.aec import EchoCanceller
-from audio.bargein import BargeInDetector
+from audio.bargein import BargeInDetector, EchoEvidence
 from audio.events import BargeIn, CaptureFailed, SpeechEnded, SpeechStarted
 from audio.ports import RATE, AudioSource, Frame
 from audio.vad import Vad
@@ -19,6 +19,13 @@ KEEP_S = 2.0
 
 ECHO_LAGS_S = (-0.2, 0.5)  # how far the microphone may lag the played signal (acoustic path, DAC-time error)
 ECHO_WINDOW_S = 0.3  # the end of a speech run compared with the played signal
+ERL_WINDOW_S = 1.0  # the echo path's gain is measured over this much audio before a speech run
+ECHO_PATH_S = 0.1  # the played signal this long before a stretch of audio may still echo in it
+SILENT_POWER = 1e-7  # a played signal below this mean square (-70 dBFS) is silence
+
+
+def _power(samples: np.ndarray) -> float:
+    return float(np.mean(np.square(samples, dtype=np.float64))) if len(samples) else 0.0
 
 
 class _EnergyLog:
@@ -36,6 +43,12 @@ class _EnergyLog:
 
     def energy(self, start: float, end: float) -> float:
         return sum(e for f, e in self._frames if f.end > start and f.at < end)
+
+    def power(self, start: float, end: float) -> float | None:
+        """Mean square over the frames overlapping [start, end) (None without any)."""
+        frames = [(f, e) for f, e in self._frames if f.end > start and f.at < end]
+        samples = sum(len(f.samples) for f, _ in frames)
+        return sum(e for _, e in frames) / samples if samples else None
 
     def audio(self, start: float, end: float) -> tuple[float, np.ndarray]:
         """(time of the first sample, samples) of the frames overlapping [start, end)."""
@@ -106,6 +119,23 @@ class Listener:
         played = self.echo.played(at - late, len(residual) + round((late - early) * RATE))
         return echo_likeness(residual.astype(np.float64), played.astype(np.float64))
 
+    def excess_db(self, start: float, end: float) -> float | None:
+        """How much louder the microphone is over [start, end) than the echo alone would make it, the echo path's
+        gain taken from the second before: a voice of its own adds energy, the assistant's echo does not, however
+        well the canceller is doing. None when there is nothing to compare (no playback lately, or none now)."""
+        if self.echo is None or not self.echo.enabled:
+            return None
+        path = ECHO_PATH_S
+        past_raw, run_raw = self._raw.power(start - ERL_WINDOW_S, start), self._raw.power(start, end)
+        past_ref, run_ref = (
+            _power(self.echo.played(start - ERL_WINDOW_S - path, round(ERL_WINDOW_S * RATE))),
+            _power(self.echo.played(start - path, round((end - start + path) * RATE))),
+        )
+        if past_raw is None or run_raw is None or past_ref < SILENT_POWER or run_ref < SILENT_POWER:
+            return None
+        echo_gain = past_raw / past_ref
+        return float(10 * np.log10((run_raw + 1e-12) / (echo_gain * run_ref + 1e-12)))
+
     def suppression_db(self, start: float, end: float) -> float:
         """How much quieter the cleaned audio is than the captured audio over [start, end)."""
         raw, clean = self._raw.energy(start, end), self._clean.energy(start, end)
@@ -125,5 +155,6 @@ class Listener:
             return
         start = now - voiced / 1000.0
         suppressed = self.suppression_db(start, now) if self.echo is not None else 0.0
-        if (fired := detector.advance(now, voiced, suppressed, self.echo_likeness(start, now))) is not None:
+        evidence = EchoEvidence(suppressed, self.echo_likeness(start, now), self.excess_db(start, now))
+        if (fired := detector.advance(now, voiced, evidence)) is not None:
             on_event(fired)

@@ -7,7 +7,7 @@ import asyncio
 import numpy as np
 import pytest
 
-from audio.bargein import BargeInDetector
+from audio.bargein import BargeInDetector, EchoEvidence
 from audio.events import BargeIn, BargeInConfirmed, FalseBargeInResumed, SpeechEnded, SpeechStarted
 from audio.fixtures import RecordingSink
 from audio.listen import echo_likeness
@@ -66,8 +66,9 @@ async def test_a_barge_in_pauses_and_a_wordless_one_resumes_where_it_stopped() -
     assert detector.advance(clock.now(), 96.0) is None, "disarmed: the assistant is not speaking"
     detector.arm()
     assert detector.advance(clock.now(), 64.0) is None, "shorter than the minimum"
-    assert detector.advance(clock.now(), 96.0, echo_suppressed_db=25.0) is None, "mostly cancelled echo"
-    assert detector.advance(clock.now(), 96.0, echo_likeness=0.9) is None, "echo the canceller let through"
+    assert detector.advance(clock.now(), 96.0, EchoEvidence(suppressed_db=25.0)) is None, "mostly cancelled echo"
+    assert detector.advance(clock.now(), 96.0, EchoEvidence(likeness=0.9)) is None, "echo the canceller let through"
+    assert detector.advance(clock.now(), 96.0, EchoEvidence(excess_db=1.0)) is None, "no louder than the echo"
     fired = detector.advance(clock.now(), 96.0)
     assert isinstance(fired, BargeIn)
     assert fired.at == pytest.approx(clock.now() - 0.096)
