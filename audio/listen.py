@@ -76,10 +76,10 @@ class Listener:
     """Runs until the source ends or fails; cleaned audio goes to `on_audio` (for ASR), facts to `on_event`.
 
     VAD and AEC steps are well under a millisecond per frame, so they run inline rather than in a thread.
-    Barge-in is echo-aware three times over: the VAD hears the cleaned signal; a speech run from which the
+    Barge-in is echo-aware four times over: the VAD hears the cleaned signal; a speech run from which the
     canceller removed more than the detector's `max_echo_suppression_db` is taken for the assistant's own voice;
-    and so is one whose residual still follows the played signal (the canceller converging, or re-converging
-    after the playback timeline jumped).
+    so is one whose residual still follows the played signal (the canceller converging), and one no louder at
+    the microphone than the played signal's echo (the canceller thrown off, e.g. by a jump in the timeline).
     """
 
     def __init__(
