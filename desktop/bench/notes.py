@@ -84,8 +84,8 @@ def _quiesce_note(runs: list[Run]) -> str:
         return "quiesce_ms: no turn was cancelled."
     return (
         f"quiesce_ms: cancel (barge-in confirmed) → the turn's tasks and threads ended, over {len(quiesce)} "
-        "interruptions; the turn waits for its worker threads to leave their current step (a llama.cpp decode "
-        "step, a Piper sentence) while Whisper transcribes the interruption on the same cores."
+        "interruptions; the turn waits for its worker threads to leave their current step (one llama.cpp token "
+        "or 32 prompt tokens; Piper's inference is ended midway) while Whisper transcribes the interruption."
     )
 
 
