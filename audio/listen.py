@@ -42,20 +42,23 @@ class _EnergyLog:
             self._frames.popleft()
 
     def energy(self, start: float, end: float) -> float:
-        return sum(e for f, e in self._frames if f.end > start and f.at < end)
+        return sum(e for _, e in self._overlapping(start, end))
 
     def power(self, start: float, end: float) -> float | None:
         """Mean square over the frames overlapping [start, end) (None without any)."""
-        frames = [(f, e) for f, e in self._frames if f.end > start and f.at < end]
+        frames = self._overlapping(start, end)
         samples = sum(len(f.samples) for f, _ in frames)
         return sum(e for _, e in frames) / samples if samples else None
 
     def audio(self, start: float, end: float) -> tuple[float, np.ndarray]:
         """(time of the first sample, samples) of the frames overlapping [start, end)."""
-        frames = [f for f, _ in self._frames if f.end > start and f.at < end]
+        frames = [f for f, _ in self._overlapping(start, end)]
         if not frames:
             return start, np.zeros(0, dtype=np.float32)
         return frames[0].at, np.concatenate([f.samples for f in frames])
+
+    def _overlapping(self, start: float, end: float) -> list[tuple[Frame, float]]:
+        return [(f, e) for f, e in self._frames if f.end > start and f.at < end]
 
 
 def echo_likeness(residual: np.ndarray, played: np.ndarray) -> float:

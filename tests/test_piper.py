@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import threading
 import time
 from pathlib import Path
 
@@ -52,7 +51,7 @@ async def test_words_espeak_runs_together_are_still_timed_apart() -> None:
 
 def test_a_voice_without_alignments_falls_back_to_an_estimate() -> None:
     voice = PiperVoice.load(default_voice_path(), include_alignments=False)
-    segment = render(voice, 0, "Plain words without any alignment.", threading.Event())
+    segment = render(voice, 0, "Plain words without any alignment.", StopFlag())
     assert segment is not None
     assert segment.estimated
     assert [segment.text[w.start : w.end] for w in segment.words] == segment.text.split()

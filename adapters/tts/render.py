@@ -48,7 +48,7 @@ class TerminableSession:
             self._local.options = None
 
 
-def render(voice: PiperVoice, index: int, source: str, stop: threading.Event) -> SynthSegment | None:
+def render(voice: PiperVoice, index: int, source: str, stop: StopFlag) -> SynthSegment | None:
     """Synthesize `source` (markup is not read aloud); None when `stop` was set before it finished."""
     speakable = to_speakable(source)
     spoken = speakable.spoken.translate(_NO_RAW_PHONEMES)
@@ -77,12 +77,10 @@ def render(voice: PiperVoice, index: int, source: str, stop: threading.Event) ->
     return SynthSegment(index, source, audio.astype(np.int16, copy=False), rate, words, estimated)
 
 
-def _stoppable(voice: PiperVoice, stop: threading.Event) -> Any:
-    """Inference that a StopFlag can end midway; with a plain Event, stops come between sentences only."""
+def _stoppable(voice: PiperVoice, stop: StopFlag) -> Any:
+    """Inference the stop can end midway (a voice loaded elsewhere, unwrapped, stops between sentences only)."""
     session = voice.session
-    if isinstance(session, TerminableSession) and isinstance(stop, StopFlag):
-        return session.stoppable(stop)
-    return contextlib.nullcontext()
+    return session.stoppable(stop) if isinstance(session, TerminableSession) else contextlib.nullcontext()
 
 
 def _phonemes(voice: PiperVoice, word: str) -> tuple[str, ...]:
