@@ -84,8 +84,8 @@ async def test_words_timed_before_a_cut_are_the_words_whisper_hears_in_it(fracti
     cut_ms = 1000.0 * cut / segment.sample_rate
     timed = [segment.text[w.start : w.end] for w in segment.words if w.end_ms <= cut_ms]
     heard = await WhisperTranscriber().transcribe(to_16k(segment.audio[:cut], segment.sample_rate), CancelSignal())
-    edits, _ = wer(" ".join(timed), heard.text)
-    assert edits <= 1, (timed, heard.text)  # one word of boundary error: the word at the cut
+    # one word of boundary error: the word at the cut (Whisper's misreadings before it are not the timings' fault)
+    assert boundary_word_error(" ".join(timed), heard.text) <= 1, (timed, heard.text)
 
 
 def _noises() -> dict[str, Samples]:

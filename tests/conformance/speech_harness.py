@@ -18,6 +18,7 @@ import numpy as np
 from adapters.asr.resample import resample
 from adapters.asr.whisper import WhisperTranscriber
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Synthesizer, Transcriber
+from adapters.contract.workers import StopFlag
 from adapters.testing_speech import FakeSynthesizer, FakeTranscriber
 from adapters.tts.piper_voice import PiperSynthesizer, default_voice_path, shared_voice
 from adapters.tts.render import render
@@ -53,7 +54,7 @@ class TtsHarness:
 @functools.cache
 def piper_speech_16k(text: str = SPEECH) -> Samples:
     """`text` spoken by the default Piper voice, resampled to 16 kHz float32 (made in-process, blocking)."""
-    segment = render(shared_voice(default_voice_path()), 0, text, threading.Event())
+    segment = render(shared_voice(default_voice_path()), 0, text, StopFlag())
     assert segment is not None
     audio = segment.audio.astype(np.float32) / 32768.0
     return resample(audio, segment.sample_rate, ASR_SAMPLE_RATE)
