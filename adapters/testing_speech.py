@@ -15,9 +15,9 @@ import numpy as np
 
 from adapters.asr import guard
 from adapters.asr.resample import resample, to_mono_float32
-from adapters.asr.worker import Worker
 from adapters.contract.cancel import CancelSignal
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, SpeechText, SynthSegment, Transcript, Word, WordTiming
+from adapters.contract.workers import Worker
 from adapters.tts.segments import source_slices
 from adapters.tts.speakable import to_speakable
 

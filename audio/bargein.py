@@ -7,14 +7,17 @@ the caller cancels the turn. Push-to-talk is confirmed at once.
 
 from __future__ import annotations
 
-import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+import anyio
+
 from audio.events import BargeIn, BargeInConfirmed, FalseBargeInResumed
 from audio.ports import Clock
 
+log = logging.getLogger(__name__)
 Fact = BargeIn | BargeInConfirmed | FalseBargeInResumed
 
 
@@ -108,16 +111,13 @@ class BargeInDetector:
     async def resolve(
         self, barge_in: BargeIn, has_words: Callable[[], Awaitable[bool]]
     ) -> BargeInConfirmed | FalseBargeInResumed:
-        """Ask `has_words` (bounded by the window); resume on a clear "no", confirm otherwise."""
-        task = asyncio.ensure_future(has_words())
-        window = asyncio.ensure_future(self._clock.sleep(self.resolve_window_ms / 1000.0))
-        try:
-            await asyncio.wait({task, window}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for pending in (task, window):
-                pending.cancel()
-            await asyncio.wait({task, window})  # quiescence: the predicate has really ended
-        words = task.result() if task.done() and not task.cancelled() and task.exception() is None else None
+        """Ask `has_words` (bounded by the window, on the injected clock); resume on a clear "no", confirm otherwise.
+        Whichever ends first cancels the other, and both have ended when this returns."""
+        answers: list[bool] = []
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._ask, has_words, answers, group.cancel_scope)
+            group.start_soon(self._window, group.cancel_scope)
+        words = answers[0] if answers else None
         if words is False and self._pending is barge_in:
             self._pending = None
             self._output.resume()
@@ -125,6 +125,19 @@ class BargeInDetector:
             self._emit(resumed)
             return resumed
         return self._confirm(barge_in)
+
+    async def _ask(
+        self, has_words: Callable[[], Awaitable[bool]], answers: list[bool], done: anyio.CancelScope
+    ) -> None:
+        try:
+            answers.append(await has_words())
+        except Exception:  # an answer that failed is no answer: the interruption is confirmed
+            log.exception("barge-in: asking for words failed")
+        done.cancel()
+
+    async def _window(self, done: anyio.CancelScope) -> None:
+        await self._clock.sleep(self.resolve_window_ms / 1000.0)
+        done.cancel()
 
     def _fire(self, barge_in: BargeIn) -> BargeIn:
         self._output.pause()

@@ -64,8 +64,13 @@ class FileSource:
         self._closed = True
 
 
+UNDERRUN_BLOCKS = 2  # a block due this many blocks ago is past: a real device would have played silence
+
+
 class RecordingSink(CoreSink):
-    """A speaker that renders a block every `block_s`, audible `latency_s` later, and records all of it."""
+    """A speaker that renders a block every `block_s`, audible `latency_s` later, and records all of it. Like a
+    real device, it never plays audio into the past: a block it renders too late (the loop was starved) is an
+    underrun, silence, and queued audio goes on from the next block in time."""
 
     def __init__(
         self,
@@ -110,7 +115,11 @@ class RecordingSink(CoreSink):
         k = 0
         while True:
             block = np.zeros(self._block, dtype=np.float32)
-            self._core.render(block, self._t0 + k * self.block_s + self.latency_s)
+            dac = self._t0 + k * self.block_s + self.latency_s
+            if self._clock.now() - (dac - self.latency_s) > UNDERRUN_BLOCKS * self.block_s:
+                self._core.render_silence(block, dac)  # woken late (a starved loop): the device played silence
+            else:
+                self._core.render(block, dac)
             self._blocks.append(block)
             k += 1
             await self._clock.sleep(self._t0 + k * self.block_s - self._clock.now())

@@ -62,6 +62,15 @@ class PlayoutCore:
         for tap in taps:
             tap.push(dac_time, out)
 
+    def render_silence(self, out: np.ndarray, dac_time: float) -> None:
+        """An underrun: the device played `out` as silence from `dac_time`; the queue waits for the next block."""
+        out[:] = 0.0
+        with self._lock:
+            self.last_dac_end = dac_time + len(out) / self.rate
+            taps = self._taps
+        for tap in taps:
+            tap.push(dac_time, out)
+
     # -- the event loop --------------------------------------------------------------------------------
     def add_tap(self, tap: ReferenceTap) -> None:
         with self._lock:

@@ -9,23 +9,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from adapters.contract import LlmAdapter
+from desktop.errors import BadInput
 from engine.conversation import VERSION
 from engine.journal import JournalCorrupt
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT = 0, 1, 2
 
 
-class BadInput(Exception):
-    """The user's input, configuration or environment is wrong; the message says how to fix it."""
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="parley", description="A voice companion that stops when you talk.")
     parser.add_argument("--version", action="version", version=f"parley {VERSION}")
     commands = parser.add_subparsers(dest="command")
-    demo = commands.add_parser("demo", help="the engine with a real LLM and a simulated speaker, with a barge-in")
+    demo = commands.add_parser("demo", help="the engine alone: the embedded LLM, a silent speaker, a barge-in")
     demo.add_argument("--out", type=Path, default=Path("out/demo"), help="where journal.jsonl goes")
-    demo.add_argument("--llm", choices=("local", "fake"), default="local")
     run = commands.add_parser("run", help="a spoken conversation from a scenario (or typed turns), offline")
     given = run.add_mutually_exclusive_group(required=True)
     given.add_argument("--fixture", type=Path, metavar="SCENARIO.toml", help="a scenario file (see assets/fixtures/)")
@@ -88,9 +84,8 @@ def _self_test(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from desktop.config import load, with_llm
-    from desktop.scenario import load_scenario
-    from desktop.voice.fixture_run import run_session
-    from desktop.voice.live import scenario_path
+    from desktop.pipeline.run import run_session
+    from desktop.scenario import load_scenario, scenario_path
 
     config = with_llm(
         load(args.config),
@@ -107,14 +102,10 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from desktop.demo import fake_llm, run_demo
+    from desktop.demo import run_demo
     from engine.clock import MonotonicClock
-    from engine.testing import VirtualClock
 
     async def go() -> str:
-        if args.llm == "fake":
-            clock = VirtualClock()
-            return await run_demo(fake_llm(clock), args.out, clock)
         return await run_demo(_local_llm(), args.out, MonotonicClock())
 
     args.out.mkdir(parents=True, exist_ok=True)
@@ -136,12 +127,12 @@ def _local_llm() -> LlmAdapter:
 def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     if given and given[0] in ("--fixture", "--quit-when-ready"):
-        from desktop.app import run_app
+        from desktop.qt import run_app
 
         return run_app(given)  # the window, playing a scenario into it (or closing once it is usable)
     args = _parser().parse_args(argv)
     if args.command is None:
-        from desktop.app import run_app
+        from desktop.qt import run_app
 
         return run_app([])
     try:
@@ -160,11 +151,9 @@ def _bad_input() -> tuple[type[Exception], ...]:
     from audio.events import AudioError
     from desktop.config import ConfigError
     from desktop.scenario import ScenarioError
-    from desktop.voice.assembly import BadInput as AssemblyBadInput
 
     return (
         BadInput,
-        AssemblyBadInput,
         JournalCorrupt,
         ConfigError,
         ScenarioError,

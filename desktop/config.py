@@ -15,10 +15,12 @@ from typing import Any
 
 import platformdirs
 
+from desktop.errors import BadInput
+
 APP = "parley"
 
 
-class ConfigError(Exception):
+class ConfigError(BadInput):
     """The configuration cannot be used; the message names the file and key and says how to fix it."""
 
 

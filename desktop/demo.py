@@ -1,16 +1,13 @@
 """`parley demo`: the engine with a real LLM and a simulated speaker, including a barge-in.
 
-Until the voice pipeline lands, speech is the engine's FakeSpeechOutput on a virtual
-clock (300 ms a word), so the demo shows turns, cancellation and heard-only history
-without audio devices.
+Speech is the engine's silent speech (250 ms a word) on the real clock, so the demo shows
+turns, cancellation and heard-only history without audio devices or speech models.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractAsyncContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +18,7 @@ from engine.events import TextGenerated, TurnEnded, TurnStarted
 from engine.inbox import UserInput
 from engine.journal import Journal
 from engine.report import render, turn_reports
-from engine.testing import FakeLlm, FakeSpeechOutput, VirtualClock, reply
+from engine.silent_speech import SilentSpeech
 
 SCRIPT = (
     "Hello! Who are you?",
@@ -61,21 +58,14 @@ async def _ask(conversation: Conversation, watcher: _Watcher, text: str, source:
     return await watcher.started.get()
 
 
-async def _heard(speech: FakeSpeechOutput, clock: Clock, turn: int, ms: float) -> None:
+async def _heard(speech: SilentSpeech, clock: Clock, turn: int, ms: float) -> None:
     while sum(s.played_ms for s in speech.report(turn)) < ms:
         await clock.sleep(0.05)
 
 
-def _time_flow(clock: Clock) -> AbstractAsyncContextManager[None]:
-    return clock.autojump() if isinstance(clock, VirtualClock) else nullcontext()
-
-
 async def run_demo(llm: LlmAdapter, out: Path, clock: Clock) -> str:
-    """Three turns; the second is interrupted after 1.5 s of speech by the third.
-
-    A real model runs on the real clock (its latency is real); the scripted fake on a virtual one.
-    """
-    speech = FakeSpeechOutput(clock, ms_per_word=MS_PER_WORD)
+    """Three turns; the second is interrupted after 1.5 s of speech by the third."""
+    speech = SilentSpeech(clock, ms_per_word=MS_PER_WORD)
     watcher = _Watcher()
     with Journal(out / "journal.jsonl", wall=time.time) as journal:
         parts = EngineParts(
@@ -83,17 +73,15 @@ async def run_demo(llm: LlmAdapter, out: Path, clock: Clock) -> str:
             speech=speech,
             journal=journal,
             clock=clock,
-            executor=ThreadPoolExecutor(2, "parley-turn"),
             summary={"llm": llm.provider, "model": llm.model},
         )
-        async with _time_flow(clock), open_conversation(parts) as conversation:
+        async with open_conversation(parts) as conversation:
             conversation.subscribe(watcher)
             await watcher.ended_turn(await _ask(conversation, watcher, SCRIPT[0]))
             story = await _ask(conversation, watcher, SCRIPT[1])
             await _heard(speech, clock, story, INTERRUPT_AFTER_MS)
             await conversation.cancel(User(), keep_inbox=True)
             await watcher.ended_turn(await _ask(conversation, watcher, SCRIPT[2], "voice"))
-        parts.executor.shutdown(wait=True)
         return render(turn_reports(journal.events[-_tail(journal) :]), watcher.generated)
 
 
@@ -101,9 +89,3 @@ def _tail(journal: Journal) -> int:
     """Events of this run only (the journal may hold earlier sessions)."""
     starts = [i for i, e in enumerate(journal.events) if e["type"] == "session/start"]
     return len(journal.events) - (starts[-1] if starts else 0)
-
-
-def fake_llm(clock: VirtualClock) -> FakeLlm:
-    """A scripted stand-in for `--llm fake` (no model needed)."""
-    story = " ".join(["Once upon a time a keeper watched the sea from his tower."] * 6)
-    return FakeLlm([reply("Hi, I am Parley."), reply(story, delay=0.05), reply("Paris.")], clock=clock)

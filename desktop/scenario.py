@@ -10,11 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from desktop.errors import BadInput
+
 SAY_KEYS = {"wav", "at", "after_reply_starts", "after_reply_ends", "push_to_talk", "text"}
 TIMING_KEYS = ("at", "after_reply_starts", "after_reply_ends")
 
 
-class ScenarioError(Exception):
+class ScenarioError(BadInput):
     """The scenario file cannot be played as written."""
 
 
@@ -107,3 +109,11 @@ def _echo(path: Path, raw: Any) -> Echo | None:
     if not (isinstance(gain, int | float) and 0 <= gain <= 2 and isinstance(delay, int | float) and delay >= 0):
         raise ScenarioError(f"{path}: [echo] gain must be 0..2 and delay_ms >= 0")
     return Echo(float(gain), float(delay))
+
+
+def scenario_path(path: Path) -> Path:
+    """A scenario given on the command line: as written, or else one of the bundled ones by that name."""
+    from desktop.assets import fixture
+
+    bundled = fixture(path.name)
+    return bundled if not path.exists() and path.parent == Path() and bundled.exists() else path

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from desktop.assets import fixture
 from desktop.config import Config
+from desktop.pipeline.run import run_session
 from desktop.scenario import load_scenario
-from desktop.voice.fixture_run import run_session
 from engine.invariants import violations
 from engine.journal import read_events
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
+import logging
 import random
 from collections.abc import AsyncIterator, Callable, Mapping
-from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.contract import CancelCause, Disposed, LlmAdapter, LlmFailure
+from adapters.contract.tasks import open_tasks
 from engine.clock import Clock, MonotonicClock
 from engine.events import (
     BackoffInfo,
@@ -30,9 +30,10 @@ from engine.retry import Backoff, Budgets
 from engine.speech import SpeechOutput
 from engine.step import StepContext, StepFailed, StepResult, TurnRecord, run_step
 from engine.tools import ToolRegistry, ToolRunner
-from engine.turn import Turn
+from engine.turn import Answered, Turn
 
 VERSION = "0.1.0"
+log = logging.getLogger(__name__)
 TOO_MANY_STEPS = "TOO_MANY_STEPS"
 INTERNAL = "INTERNAL"
 
@@ -51,7 +52,6 @@ class EngineParts:
     budgets: Budgets = field(default_factory=Budgets)
     backoff: Backoff = field(default_factory=Backoff)
     rng: random.Random = field(default_factory=random.Random)
-    executor: Executor = field(default_factory=lambda: ThreadPoolExecutor(4, "parley-turn"))
     max_steps: int = 6
     summary: Mapping[str, Any] = field(default_factory=dict)
 
@@ -127,19 +127,26 @@ class Conversation:
         await self.cancel(Disposed())
 
     async def _run_turn(self, item: UserInput) -> None:
-        turn = Turn(self._next_id, item.source, self.parts.executor)
+        turn = Turn(self._next_id, item.source)
         self._next_id += 1
         self._live, self.gate.live = turn, turn.id
-        self.parts.journal.append("turn/start", turn=turn.id, source=item.source)
-        self.parts.journal.append("user/message", turn=turn.id, text=item.text)
-        self.gate.publish(TurnStarted(turn.id, item.source, item.text))
-        self._set_state(State.THINKING, None)
         record = self._record = TurnRecord(metrics=dict(item.metrics))
-        body = turn.spawn(self._answer(turn, record), "answer")
-        await asyncio.wait({body})
-        outcome, failure = self._outcome(turn, body)
-        await self._settle(turn, record)
-        self._close(turn, record, outcome, failure)
+        outcome, failure = "aborted", None
+        try:
+            self.parts.journal.append("turn/start", turn=turn.id, source=item.source)
+            self.parts.journal.append("user/message", turn=turn.id, text=item.text)
+            self.gate.publish(TurnStarted(turn.id, item.source, item.text))
+            self._set_state(State.THINKING, None)
+            answered = await turn.run(lambda: self._answer(turn, record))
+            outcome, failure = _outcome(turn, answered)
+        finally:  # always closed, also when cancelled from outside (a shutdown) or when the journal fails
+            self._quiesced(turn, record)
+            try:
+                self._close(turn, record, outcome, failure)
+            finally:
+                self._live, self.gate.live, self._record = None, None, None
+                self._set_state(self._input_state, None)
+                turn.finished.set()
 
     async def _answer(self, turn: Turn, record: TurnRecord) -> None:
         ctx = self._step_context()
@@ -192,21 +199,7 @@ class Conversation:
             self._set_state,
         )
 
-    def _outcome(self, turn: Turn, body: asyncio.Task[None]) -> tuple[str, LlmFailure | None]:
-        if body.cancelled() or turn.signal.cancelled:
-            return "aborted", None
-        error = body.exception()
-        if error is None:
-            return "completed", None
-        if isinstance(error, StepFailed):
-            return "failed", error.failure
-        return "failed", LlmFailure(f"internal error: {type(error).__name__}: {error}", INTERNAL)
-
-    async def _settle(self, turn: Turn, record: TurnRecord) -> None:
-        """Wait for quiescence of everything the turn started; leftovers of a finished turn are cancelled."""
-        if not turn.quiescent and not turn.signal.cancelled:
-            turn.cancel(Disposed())
-        await turn.quiesce()
+    def _quiesced(self, turn: Turn, record: TurnRecord) -> None:
         cancelled_at = self._cancelled_at.pop(turn.id, None)
         if cancelled_at is not None:
             record.metrics["quiesce_ms"] = round((self.parts.clock.now() - cancelled_at) * 1000, 1)
@@ -224,13 +217,22 @@ class Conversation:
         )
         self.runner.phase_codes.clear()
         self.gate.publish(TurnEnded(turn.id, outcome, failure, dict(record.metrics)))
-        self._live, self.gate.live, self._record = None, None, None
-        self._set_state(self._input_state, None)
-        turn.finished.set()
 
     def _set_state(self, state: State, backoff: BackoffInfo | None) -> None:
         self._state, self.backoff = state, backoff
         self.gate.publish(StateChanged(self._live.id if self._live else None, state, backoff))
+
+
+def _outcome(turn: Turn, answered: Answered) -> tuple[str, LlmFailure | None]:
+    if answered.cancelled or turn.signal.cancelled:
+        return "aborted", None
+    error = answered.error
+    if error is None:
+        return "completed", None
+    if isinstance(error, StepFailed):
+        return "failed", error.failure
+    log.error("turn %d failed", turn.id, exc_info=error)
+    return "failed", LlmFailure(f"internal error: {type(error).__name__}: {error}", INTERNAL)
 
 
 def _next_turn_id(journal: Journal) -> int:
@@ -241,12 +243,9 @@ def _next_turn_id(journal: Journal) -> int:
 async def open_conversation(parts: EngineParts) -> AsyncIterator[Conversation]:
     """Run a conversation for the duration of the block; leaving it disposes the live turn and waits."""
     conversation = Conversation(parts)
-    driver = asyncio.create_task(conversation.run(), name="conversation")
-    try:
-        yield conversation
-    finally:
-        await conversation.aclose()
-        await asyncio.wait({driver})
-        error = None if driver.cancelled() else driver.exception()
-        if error is not None:
-            raise error
+    async with open_tasks() as tasks:
+        tasks.start(conversation.run, name="conversation")
+        try:
+            yield conversation
+        finally:
+            await conversation.aclose()

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 from adapters.contract import LlmFailure, ToolCall
+
+log = logging.getLogger(__name__)
 
 
 class State(Enum):
@@ -136,5 +139,8 @@ class TurnGate:
             self.dropped += 1
             return False
         for listener in list(self._listeners):
-            listener(event)
+            try:
+                listener(event)
+            except Exception:  # a broken listener (a view, a metric) must not break the turn or its neighbours
+                log.exception("listener %r failed on %r", listener, event)
         return True

@@ -126,6 +126,8 @@ async def _send(
     ctx: StepContext, turn: Turn, step: int, record: TurnRecord, state: _Attempt
 ) -> StepResult | LlmFailure:
     messages = await ctx.prompt.build(ctx.journal.events, turn.signal, drop_oldest=state.drop_oldest)
+    if turn.signal.cancelled:  # cancelled while the prompt was assembled: send nothing
+        raise asyncio.CancelledError
     options = GenerateOptions(messages=messages, tools=ctx.tools.specs())
     ctx.journal.append(
         "llm/request",

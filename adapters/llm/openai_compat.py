@@ -6,13 +6,12 @@ call ends (finish, failure, idle timeout, cancel, or a consumer walking away) it
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import ssl
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from typing import Any, Never, cast
+from typing import Never, cast
 
 import httpx
 
@@ -22,7 +21,7 @@ from adapters.llm.failures import body_info, describe, request_id, scrub, status
 from adapters.llm.openai_wire import StreamState, WireError, build_body
 from adapters.llm.secret import Secret
 from adapters.llm.sse import SseDecoder, SseError, SseEvent
-from adapters.llm.transport import CancelRequested, next_bytes, race, settle, transport_failure
+from adapters.llm.transport import CancelRequested, next_bytes, transport_failure, until_cancelled
 
 log = logging.getLogger(__name__)
 MAX_ERROR_BODY = 64 * 1024
@@ -68,9 +67,8 @@ class OpenAICompatAdapter:
     async def stream(self, options: GenerateOptions, signal: CancelSignal) -> AsyncGenerator[StreamChunk, None]:
         """Yield the provider's chunks; transport/protocol failures and cancel are raised as LlmError."""
         body = self._prepare(options, signal)
-        waiter = asyncio.ensure_future(signal.wait())
         try:
-            async with self._client() as client, aclosing(self._chunks(client, body, waiter)) as chunks:
+            async with self._client() as client, aclosing(self._chunks(client, body, signal)) as chunks:
                 async for chunk in chunks:
                     yield chunk
         except httpx.HTTPError as exc:
@@ -79,8 +77,6 @@ class OpenAICompatAdapter:
             raise LlmError(
                 LlmFailure(describe(*self._where, "cancelled; the connection was closed"), ABORTED)
             ) from None
-        finally:
-            await settle(waiter)
 
     def _prepare(self, options: GenerateOptions, signal: CancelSignal) -> bytes:
         """Everything that can fail before a request exists fails here, without an attempt."""
@@ -100,26 +96,26 @@ class OpenAICompatAdapter:
         return httpx.AsyncClient(transport=transport, timeout=self._timeout, follow_redirects=False)
 
     async def _chunks(
-        self, client: httpx.AsyncClient, body: bytes, waiter: asyncio.Future[Any]
+        self, client: httpx.AsyncClient, body: bytes, signal: CancelSignal
     ) -> AsyncGenerator[StreamChunk, None]:
         log.debug("%s: POST %s", self._provider, self._where[1])  # never the headers: they hold the key
         request = client.build_request("POST", self._url, content=body, headers=self._headers())
-        response = await race(client.send(request, stream=True), waiter)
+        response = await until_cancelled(client.send(request, stream=True), signal)
         try:
-            await self._check(response, waiter)
-            async with aclosing(self._events(response, waiter)) as events:
+            await self._check(response, signal)
+            async with aclosing(self._events(response, signal)) as events:
                 async for chunk in events:
                     yield chunk
         finally:
             await response.aclose()
 
-    async def _events(self, response: httpx.Response, waiter: asyncio.Future[Any]) -> AsyncGenerator[StreamChunk, None]:
+    async def _events(self, response: httpx.Response, signal: CancelSignal) -> AsyncGenerator[StreamChunk, None]:
         """Network reads → SSE events → chunks, until [DONE], an error event, or the end of the body."""
         state = StreamState(where=" at ".join(self._where), request_id=request_id(response.headers))
         decoder = SseDecoder()
         async with aclosing(cast(AsyncGenerator[bytes, None], response.aiter_bytes())) as body:
             while not state.finished:
-                data = await race(next_bytes(body), waiter)
+                data = await until_cancelled(next_bytes(body), signal)
                 for chunk in self._apply(state, self._decode(decoder, data)):
                     yield chunk
                 if data is None:
@@ -149,10 +145,10 @@ class OpenAICompatAdapter:
         except SseError as exc:
             self._fail(PROTOCOL, f"malformed event stream ({exc})")
 
-    async def _check(self, response: httpx.Response, waiter: asyncio.Future[Any]) -> None:
+    async def _check(self, response: httpx.Response, signal: CancelSignal) -> None:
         """A non-2xx status, or a 200 that is not an event stream, is raised before any chunk."""
         if not 200 <= response.status_code < 300:
-            raw = await self._error_body(response, waiter)
+            raw = await self._error_body(response, signal)
             info = body_info(raw, response.headers.get("content-type", ""))
             failure = status_failure(
                 response.status_code,
@@ -169,11 +165,11 @@ class OpenAICompatAdapter:
             message = describe(*self._where, what)
             raise LlmError(LlmFailure(message, PROTOCOL, response.status_code, None, request_id(response.headers)))
 
-    async def _error_body(self, response: httpx.Response, waiter: asyncio.Future[Any]) -> bytes:
+    async def _error_body(self, response: httpx.Response, signal: CancelSignal) -> bytes:
         """At most MAX_ERROR_BODY bytes of an error body: enough for the provider's message, never a dump."""
         raw = b""
         async with aclosing(cast(AsyncGenerator[bytes, None], response.aiter_bytes())) as body:
-            while len(raw) < MAX_ERROR_BODY and (data := await race(next_bytes(body), waiter)) is not None:
+            while len(raw) < MAX_ERROR_BODY and (data := await until_cancelled(next_bytes(body), signal)) is not None:
                 raw += data
         return raw[:MAX_ERROR_BODY]
 

@@ -1,18 +1,20 @@
 """Provider I/O raced against the turn's cancel signal, and httpx errors named as failure facts.
 
-A losing read is cancelled *and waited for* (SPEC §5): httpcore then closes that connection,
-so nothing is left half-read in a pool or running unseen.
+A read the signal interrupts is cancelled where it waits and waited for (SPEC §5): httpcore then closes that
+connection, so nothing is left half-read in a pool or running unseen.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable
-from typing import Any, TypeVar
+from typing import TypeVar
 
+import anyio
 import httpx
 
+from adapters.contract.cancel import CancelSignal
 from adapters.contract.llm import INVALID_REQUEST, PROTOCOL, TIMEOUT, TRANSPORT, LlmFailure
+from adapters.contract.workers import real_work
 from adapters.llm.failures import describe
 
 T = TypeVar("T")
@@ -22,33 +24,17 @@ class CancelRequested(Exception):
     """The turn's signal fired while we were waiting on the provider."""
 
 
-async def settle(task: asyncio.Future[Any]) -> None:
-    """Cancel `task` and wait until it has really ended; a cancel of our own is re-raised afterwards."""
-    task.cancel()
-    interrupted = False
-    while not task.done():
+async def until_cancelled(work: Awaitable[T], signal: CancelSignal) -> T:
+    """The result of `work`, unless `signal` fires first: then `work` is cancelled where it waits (httpcore closes
+    that connection), and CancelRequested is raised once it has ended. The wait is real work for a fast clock."""
+    with anyio.CancelScope() as scope:
+        unsubscribe = signal.on_cancel(lambda _cause: scope.cancel())
         try:
-            await asyncio.wait({task})
-        except asyncio.CancelledError:
-            interrupted = True  # finish waiting first (quiescence), then pass the cancel on
-    if not task.cancelled():
-        task.exception()  # retrieved: the loser's error (e.g. the closed connection) is expected
-    if interrupted:
-        raise asyncio.CancelledError
-
-
-async def race(work: Awaitable[T], waiter: asyncio.Future[Any]) -> T:
-    """The result of `work`, unless `waiter` (the cancel signal) completes first."""
-    task = asyncio.ensure_future(work)
-    try:
-        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        if not task.done():
-            await settle(task)
-    if waiter.done():
-        await _discard(task)
-        raise CancelRequested
-    return task.result()
+            with real_work():
+                return await work
+        finally:
+            unsubscribe()
+    raise CancelRequested
 
 
 async def next_bytes(body: AsyncIterator[bytes]) -> bytes | None:
@@ -57,14 +43,6 @@ async def next_bytes(body: AsyncIterator[bytes]) -> bytes | None:
         return await anext(body)
     except StopAsyncIteration:
         return None
-
-
-async def _discard(task: asyncio.Future[Any]) -> None:
-    if task.cancelled() or task.exception() is not None:
-        return
-    result = task.result()
-    if isinstance(result, httpx.Response):
-        await result.aclose()
 
 
 def transport_failure(exc: httpx.HTTPError, where: tuple[str, str], idle_timeout: float) -> LlmFailure:

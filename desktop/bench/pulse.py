@@ -12,7 +12,7 @@ import asyncio
 import subprocess
 import time
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -21,27 +21,23 @@ from typing import Any
 import numpy as np
 
 from adapters.contract import CancelSignal
-from audio.aec import EchoCanceller
-from audio.bargein import BargeInDetector
 from audio.capture import Microphone
 from audio.devices import refresh
-from audio.listen import Listener
 from audio.player import Player
 from audio.ports import Frame
-from audio.vad import Vad, VadConfig
 from desktop.assets import fixture
 from desktop.bench.http_provider import source_tree_on_path
 from desktop.bench.scenarios import Heard, heard_of
 from desktop.bench.sessions import QUESTION, Models
 from desktop.bench.signals import onset_s, silent_from_s
-from desktop.voice.assembly import builtin_tools, llm_adapter
-from desktop.voice.ears import Ears
-from desktop.voice.session_metrics import SessionMetrics
-from desktop.voice.voice_output import VoiceOutput
+from desktop.pipeline.devices import Devices
+from desktop.pipeline.ears import Ears
+from desktop.pipeline.metrics import SessionMetrics
+from desktop.pipeline.run import open_voice_session
 from engine.clock import MonotonicClock
-from engine.conversation import Conversation, EngineParts, open_conversation
+from engine.conversation import Conversation
 from engine.inbox import UserInput
-from engine.journal import Journal, read_events
+from engine.journal import read_events
 
 RATE = 16000
 TALK_OVER_AFTER_S = 2.0
@@ -182,34 +178,10 @@ class _Keeping:
 
 @asynccontextmanager
 async def _rig(models: Models, out: Path) -> AsyncIterator[_Live]:
-    """desktop.voice.fixture_run's wiring with the real devices (a headset: no echo path, AEC off)."""
-    config, clock, frames = models.config, MonotonicClock(), list[Frame]()
+    """The one pipeline (desktop.pipeline) on the real devices (a headset: no echo path, AEC off)."""
     await asyncio.to_thread(out.mkdir, parents=True, exist_ok=True)
-    llm, _ = llm_adapter(config)
-    player, mic = Player("pulse"), _Keeping(Microphone("pulse"), frames)
-    journal = Journal(out / "journal.jsonl")
-    async with AsyncExitStack() as stack:
-        stack.callback(journal.close)
-        await player.start()
-        stack.push_async_callback(player.close)
-        holder: list[SessionMetrics] = []
-        voice = VoiceOutput(models.synthesizer, player, clock, on_first_audio=lambda *a: holder[0].first_audio(*a))
-        parts = EngineParts(llm=llm, speech=voice, journal=journal, clock=clock, tools=builtin_tools(out / "notes"))
-        conversation = await stack.enter_async_context(open_conversation(parts))
-        holder.append(SessionMetrics(conversation, player.latency_s))
-        detector = BargeInDetector(player, clock, min_speech_ms=config.audio.min_speech_ms,
-                                   resolve_window_ms=config.audio.false_interruption_window_ms)  # fmt: skip
-        ears = Ears(conversation, models.transcriber, detector, player, clock, on_utterance=holder[0].utterance)
-        vad = Vad(VadConfig(config.audio.vad_threshold, min_silence_ms=config.audio.min_silence_ms))
-        listener = Listener(mic, vad, echo=EchoCanceller(player.tap(), enabled=False), barge_in=detector)
-        await mic.start()
-        listening = asyncio.create_task(listener.run(ears.on_event, ears.on_audio), name="listener")
-        stack.push_async_callback(_stop, mic, listening)
-        stack.push_async_callback(ears.aclose)
-        yield _Live(conversation, holder[0], ears, frames)
-
-
-async def _stop(mic: _Keeping, listening: asyncio.Task[Any]) -> None:
-    await mic.close()
-    listening.cancel()
-    await asyncio.wait({listening})
+    frames: list[Frame] = []
+    devices = Devices(_Keeping(Microphone("pulse"), frames), Player("pulse"), acoustic=False)
+    session = open_voice_session(models.config, out, MonotonicClock(), models.transcriber, models.synthesizer, devices)
+    async with session as binding:
+        yield _Live(binding.conversation, binding.metrics, binding.ears, frames)

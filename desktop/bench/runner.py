@@ -21,7 +21,7 @@ from desktop.bench.sessions import Models, idle_cpu
 from desktop.bench.soak import soak
 from desktop.bench.table import machine, render, write_json
 from desktop.config import Config
-from desktop.voice.assembly import speech_models
+from desktop.pipeline.parts import speech_models
 
 
 @dataclass(frozen=True)

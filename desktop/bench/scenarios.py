@@ -16,8 +16,8 @@ from audio.wav import load_wav
 from desktop.assets import fixture
 from desktop.bench.signals import Samples, boundary_word_error, onset_s, silent_from_s, word_edits
 from desktop.config import Config
+from desktop.pipeline.run import run_session
 from desktop.scenario import load_scenario
-from desktop.voice.fixture_run import run_session
 from engine.journal import read_events
 
 RATE = 16000  # output.wav is read back at Whisper's rate

@@ -14,10 +14,10 @@ from adapters.tts.piper_voice import PiperSynthesizer
 from audio.wav import load_wav
 from desktop.assets import fixture
 from desktop.config import Config
+from desktop.pipeline.run import open_fixture_session
+from desktop.pipeline.scenario_play import Stage, poll
 from desktop.scenario import Echo, Scenario
-from desktop.voice.clock import FastForwardClock
-from desktop.voice.fixture_run import Rig, _poll, _rig
-from engine.clock import MonotonicClock
+from engine.clock import MonotonicClock, SkippingClock
 from engine.inbox import UserInput
 
 IDLE_WARM_S = 0.5
@@ -37,14 +37,17 @@ class Models:
 async def idle_cpu(models: Models, out: Path, seconds: float) -> list[float]:
     """% of one core used by this process per window while listening to a silent mic (VAD + AEC running)."""
     loudspeaker = Scenario(Path("idle"), (), Echo(gain=0.5, delay_ms=40.0))  # an [echo] turns the canceller on
-    async with _rig(models.config, out, MonotonicClock(), models.transcriber, models.synthesizer, loudspeaker) as rig:
+    session = open_fixture_session(
+        models.config, out, MonotonicClock(), models.transcriber, models.synthesizer, loudspeaker
+    )
+    async with session as stage:
         await asyncio.sleep(IDLE_WARM_S)
         samples = []
         for _ in range(max(1, round(seconds / IDLE_WINDOW_S))):
             cpu, wall = time.process_time(), time.perf_counter()
             await asyncio.sleep(IDLE_WINDOW_S)
             samples.append(round(100 * (time.process_time() - cpu) / (time.perf_counter() - wall), 2))
-        if rig.ears.barge_ins or rig.conversation.live_turn is not None:
+        if stage.binding.ears.barge_ins or stage.binding.conversation.live_turn is not None:
             raise RuntimeError("the idle measurement heard something: the fixture mic should be silent")
     return samples
 
@@ -58,21 +61,22 @@ class Cycle:
 
 async def barge_in_cycle(models: Models, out: Path, spoken: bool) -> Cycle:
     """A fresh session: a typed question, its reply's first audio, then an interruption; closed once aborted."""
-    clock = FastForwardClock()
-    async with _rig(models.config, out, clock, models.transcriber, models.synthesizer, None) as rig:
-        rig.conversation.submit(UserInput(QUESTION))
-        turn = await _poll(rig, lambda: next(iter(rig.metrics.first_audible), None))
-        await _interrupt(rig, spoken)
-        ended = await _poll(rig, lambda: rig.metrics.ended.get(turn))
+    clock = SkippingClock(real=True)
+    async with open_fixture_session(models.config, out, clock, models.transcriber, models.synthesizer, None) as stage:
+        metrics = stage.binding.metrics
+        stage.binding.conversation.submit(UserInput(QUESTION))
+        turn = await poll(clock, lambda: next(iter(metrics.first_audible), None))
+        await _interrupt(stage, spoken)
+        ended = await poll(clock, lambda: metrics.ended.get(turn))
     await asyncio.to_thread(shutil.rmtree, out, ignore_errors=True)
     return Cycle(ended.outcome, dict(ended.metrics), spoken)
 
 
-async def _interrupt(rig: Rig, spoken: bool) -> None:
+async def _interrupt(stage: Stage, spoken: bool) -> None:
     if spoken:
-        at = rig.clock.now() + BARGE_IN_AFTER_S - rig.source.started_at
-        rig.source.add(load_wav(fixture("stop_what_time.wav")), at)
+        at = stage.clock.now() + BARGE_IN_AFTER_S - stage.files.started_at
+        stage.files.add(load_wav(fixture("stop_what_time.wav")), at)
         return
-    await rig.clock.sleep(BARGE_IN_AFTER_S)
-    rig.ears.press()
-    rig.ears.release()
+    await stage.clock.sleep(BARGE_IN_AFTER_S)
+    stage.binding.ears.press()
+    stage.binding.ears.release()

@@ -51,6 +51,11 @@ class Stubborn:
     """Block a worker thread that ignores the cancel signal until `release` is set."""
 
     release: threading.Event = field(default_factory=threading.Event)
+    entered: threading.Event = field(default_factory=threading.Event)  # the thread is in
+
+    def block(self) -> None:
+        self.entered.set()
+        self.release.wait()
 
 
 Action = Emit | Raise | Pause | Hang | Stubborn
@@ -116,7 +121,7 @@ class FakeLlm:
                 await signal.wait()
                 return
             else:
-                await run_blocking(action.release.wait)
+                await run_blocking(action.block)
 
 
 def _finish(finish: Finish, content: bool) -> Finish:

@@ -24,8 +24,8 @@ import qasync
 from PySide6.QtWidgets import QApplication
 
 from audio.devices import refresh
-from desktop.app import qt_loop
-from desktop.app.style import SHEET
+from desktop.qt import qt_loop
+from desktop.qt.style import SHEET
 from tests.audio import pulse as pulse_kit
 from tests.desktop import leaks
 from tests.desktop.helpers import MemoryKeyring

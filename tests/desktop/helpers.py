@@ -10,9 +10,9 @@ from pathlib import Path
 from keyring.backend import KeyringBackend
 from PySide6.QtWidgets import QAbstractButton, QComboBox, QGroupBox, QLabel, QLineEdit, QTreeWidget, QWidget
 
-from desktop.app.devices import Devices
-from desktop.app.session import Session
-from desktop.app.window import MainWindow
+from desktop.model.devices import Devices
+from desktop.model.session import Session
+from desktop.qt.window import MainWindow
 
 DEVICES = Devices(["Test microphone"], ["Test speaker"])
 
@@ -52,11 +52,13 @@ async def running_window(session: Session, config_path: Path) -> AsyncIterator[M
     window = MainWindow(session, config_path=config_path, devices=lambda: DEVICES)
     window.show()
     try:
-        await session.start()
-        yield window
+        async with session.running():
+            try:
+                yield window
+            finally:
+                await window.shutdown()
+                window.close()
     finally:
-        await window.shutdown()
-        window.close()
         window.deleteLater()
 
 

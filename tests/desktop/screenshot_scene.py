@@ -14,14 +14,14 @@ from tempfile import TemporaryDirectory
 
 from PySide6.QtWidgets import QApplication
 
-from desktop.app import qt_loop
-from desktop.app.devices import Devices
-from desktop.app.session import Session
-from desktop.app.style import SHEET
-from desktop.app.voice import SimulatedVoice
-from desktop.app.window import MainWindow
 from desktop.config import Config
-from desktop.voice.live import LiveVoice
+from desktop.model.devices import Devices
+from desktop.model.live_voice import LiveVoice
+from desktop.model.session import Session
+from desktop.model.voice import SimulatedVoice
+from desktop.qt import qt_loop
+from desktop.qt.style import SHEET
+from desktop.qt.window import MainWindow
 from engine.clock import MonotonicClock
 from engine.events import State
 from engine.testing import FakeLlm, failure, reply
@@ -76,14 +76,14 @@ async def _scene(out: Path) -> None:
         window = MainWindow(session, config_path=Path(tmp) / "config.toml", devices=Devices)
         window.show()
         try:
-            await session.start()
-            await _play(window, session, voice)
-            QApplication.processEvents()
-            if not window.grab().save(str(out)):
-                raise SystemExit(f"could not write {out}")
+            async with session.running():
+                await _play(window, session, voice)
+                QApplication.processEvents()
+                if not window.grab().save(str(out)):
+                    raise SystemExit(f"could not write {out}")
+                await window.shutdown()
+                window.close()
         finally:
-            await window.shutdown()
-            window.close()
             window.deleteLater()
 
 

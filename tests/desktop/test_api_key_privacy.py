@@ -9,9 +9,9 @@ from typing import Any
 from PySide6.QtWidgets import QApplication, QLineEdit
 from pytestqt.qtbot import QtBot
 
-from desktop.app.session import Session
-from desktop.app.voice import SimulatedVoice
 from desktop.config import Config, LlmConfig
+from desktop.model.session import Session
+from desktop.model.voice import SimulatedVoice
 from engine.clock import MonotonicClock
 from tests.desktop.helpers import MemoryKeyring, running_window, texts, until
 from tests.fault_behaviours import unauthorized

@@ -9,9 +9,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextDocument
 from pytestqt.qtbot import QtBot
 
-from desktop.app.session import Session
-from desktop.app.voice import SimulatedVoice
 from desktop.config import Config
+from desktop.model.session import Session
+from desktop.model.voice import SimulatedVoice
 from engine.clock import MonotonicClock
 from engine.events import State
 from engine.journal import read_events

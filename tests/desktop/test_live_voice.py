@@ -16,18 +16,19 @@ from PySide6.QtGui import QTextDocument
 from pytestqt.qtbot import QtBot
 
 import audio.devices
-import desktop.voice.live
+import desktop.pipeline.devices
 from audio.devices import NO_PORTAUDIO, DeviceInfo
 from audio.events import AudioUnavailable, CaptureFailed
 from audio.fixtures import RecordingSink
 from audio.ports import Frame
-from desktop.app.facts import MicLevel, ModelLoading
-from desktop.app.main import voice_for
-from desktop.app.session import Session
-from desktop.app.window import MainWindow
 from desktop.assets import fixture
 from desktop.config import AudioConfig, Config
-from desktop.voice.live import LiveVoice, level_of, probe_devices
+from desktop.model.facts import MicLevel, ModelLoading
+from desktop.model.live_voice import LiveVoice, probe_devices
+from desktop.model.session import Session
+from desktop.pipeline.voice import level_of
+from desktop.qt.main import voice_for
+from desktop.qt.window import MainWindow
 from engine.clock import MonotonicClock
 from engine.events import State
 from engine.journal import read_events
@@ -242,8 +243,8 @@ def test_a_microphone_that_fails_mid_stream_is_a_banner_and_hands_free_turns_off
     run: Any, qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = MonotonicClock()
-    monkeypatch.setattr(desktop.voice.live, "Microphone", _DyingMicrophone)
-    monkeypatch.setattr(desktop.voice.live, "Player", lambda *a, **k: RecordingSink(clock, rate=k["rate"]))
+    monkeypatch.setattr(desktop.pipeline.devices, "Microphone", _DyingMicrophone)
+    monkeypatch.setattr(desktop.pipeline.devices, "Player", lambda *a, **k: RecordingSink(clock, rate=k["rate"]))
     voice = LiveVoice(Config(), clock)
     session = Session(Config(), journal_dir=tmp_path, voice=voice, llm=FakeLlm([reply("Still here.")]), clock=clock)
 

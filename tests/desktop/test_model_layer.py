@@ -9,22 +9,22 @@ from pathlib import Path
 import pytest
 
 from adapters.contract import LlmFailure
-from desktop.app.trace_model import TraceBook
-from desktop.app.transcript_model import TranscriptModel, unheard_rest
-from desktop.app.wording import countdown, failure_reason, state_label
+from desktop.model.trace_model import TraceBook
+from desktop.model.transcript_model import TranscriptModel, unheard_rest
+from desktop.model.wording import countdown, failure_reason, state_label
 from engine.events import AttemptFailed, BackoffInfo, ReplyHeard, State, TextGenerated, TurnEnded, TurnStarted
 
 ROOT = Path(__file__).resolve().parents[2]
 QT_FREE = [
-    "desktop.app",
-    "desktop.app.session",
-    "desktop.app.voice",
-    "desktop.app.wording",
-    "desktop.app.transcript_model",
-    "desktop.app.trace_model",
-    "desktop.app.settings_io",
-    "desktop.app.keyring_store",
-    "desktop.app.devices",
+    "desktop.qt",
+    "desktop.model.session",
+    "desktop.model.voice",
+    "desktop.model.wording",
+    "desktop.model.transcript_model",
+    "desktop.model.trace_model",
+    "desktop.model.settings_io",
+    "desktop.model.keyring_store",
+    "desktop.model.devices",
 ]
 
 

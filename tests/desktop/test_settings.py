@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 from PySide6.QtWidgets import QDialogButtonBox
 from pytestqt.qtbot import QtBot
 
-from desktop.app.devices import from_query, list_devices
-from desktop.app.session import Session
-from desktop.app.settings_dialog import SettingsDialog
-from desktop.app.settings_io import save, to_toml
-from desktop.app.voice import SimulatedVoice
 from desktop.config import AudioConfig, Config, LlmConfig, SpeechConfig, load
+from desktop.model.devices import from_query, list_devices
+from desktop.model.session import Session
+from desktop.model.settings_io import save, to_toml
+from desktop.model.voice import SimulatedVoice
+from desktop.qt.settings_dialog import SettingsDialog
 from engine.clock import MonotonicClock
 from engine.testing import FakeLlm
 from tests.desktop.helpers import MemoryKeyring, running_window

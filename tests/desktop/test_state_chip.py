@@ -7,9 +7,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from desktop.app.session import Session
-from desktop.app.voice import SimulatedVoice
 from desktop.config import Config, LlmConfig
+from desktop.model.session import Session
+from desktop.model.voice import SimulatedVoice
 from engine.clock import MonotonicClock
 from engine.events import State
 from tests.desktop.helpers import MemoryKeyring, running_window, until

@@ -11,12 +11,12 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
-from desktop.app import run_app
-from desktop.app.facts import TalkChanged
-from desktop.app.session import Session
-from desktop.app.voice import SimulatedVoice
-from desktop.app.window import MainWindow
 from desktop.config import Config, LlmConfig
+from desktop.model.facts import TalkChanged
+from desktop.model.session import Session
+from desktop.model.voice import SimulatedVoice
+from desktop.qt import run_app
+from desktop.qt.window import MainWindow
 from engine.clock import MonotonicClock
 from engine.journal import read_events
 from engine.testing import FakeLlm, reply

@@ -16,8 +16,8 @@ from audio.wav import load_wav
 from desktop.assets import fixture
 from desktop.bench.signals import boundary_word_error
 from desktop.config import Config
+from desktop.pipeline.run import run_session
 from desktop.scenario import load_scenario
-from desktop.voice.fixture_run import run_session
 from engine.invariants import violations
 from engine.journal import read_events
 

@@ -1,0 +1,54 @@
+"""Assemble and run the engine for one configuration: journal, language model, speech, clock."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from desktop.config import Config
+from desktop.model.keyring_store import StoredKey
+from desktop.pipeline.parts import LlmChoice
+from engine.clock import Clock
+from engine.conversation import Conversation, EngineParts, open_conversation
+from engine.journal import Journal
+from engine.retry import Budgets
+from engine.speech import SpeechOutput
+from engine.tools import ToolRegistry
+
+
+def new_journal_path(base: Path) -> Path:
+    """`<base>/<timestamp>/journal.jsonl`, in a folder no earlier session used."""
+    stamp = dt.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    folder, n = base / stamp, 2
+    while folder.exists():
+        folder, n = base / f"{stamp}-{n}", n + 1
+    return folder / "journal.jsonl"
+
+
+@asynccontextmanager
+async def open_engine(
+    choice: LlmChoice,
+    config: Config,
+    *,
+    journal_path: Path,
+    speech: SpeechOutput,
+    clock: Clock,
+    tools: ToolRegistry,
+    key: StoredKey | None,
+    voice: str,
+) -> AsyncIterator[Conversation]:
+    """A running conversation writing to `journal_path` (redacting the key); disposed and quiescent on exit."""
+    with Journal(journal_path, secrets=[key.secret.reveal()] if key else []) as journal:
+        parts = EngineParts(
+            llm=choice.adapter,
+            speech=speech,
+            journal=journal,
+            clock=clock,
+            tools=tools,
+            budgets=Budgets(retries=config.llm.retries),
+            summary={**config.summary(), "voice": voice},
+        )
+        async with open_conversation(parts) as conversation:
+            yield conversation

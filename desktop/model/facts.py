@@ -1,0 +1,69 @@
+"""Facts the app layer publishes besides the engine's own events and the pipeline's (past tense, no Qt)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from desktop.pipeline.facts import MicLevel, ModelLoading
+
+__all__ = [
+    "EngineClosed",
+    "EngineOpened",
+    "HandsFreeChanged",
+    "MicLevel",
+    "ModelLoading",
+    "Problem",
+    "ProblemCleared",
+    "ProblemRaised",
+    "TalkChanged",
+]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something the person must know: what is wrong and how to fix it, one line each.
+
+    `kind` keys the banner, so the same problem replaces itself and can be cleared.
+    """
+
+    message: str
+    fix: str
+    kind: str = "general"
+    severity: Literal["error", "info"] = "error"
+
+
+@dataclass(frozen=True)
+class ProblemRaised:
+    problem: Problem
+
+
+@dataclass(frozen=True)
+class ProblemCleared:
+    kind: str
+
+
+@dataclass(frozen=True)
+class HandsFreeChanged:
+    on: bool
+
+
+@dataclass(frozen=True)
+class TalkChanged:
+    """The push-to-talk key or button went down (held) or up."""
+
+    held: bool
+
+
+@dataclass(frozen=True)
+class EngineOpened:
+    """A conversation is running with this language model (after start or a settings change)."""
+
+    provider: str
+    model: str
+    label: str
+
+
+@dataclass(frozen=True)
+class EngineClosed:
+    """No conversation is running (shut down, or the model could not be set up)."""

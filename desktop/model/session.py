@@ -1,0 +1,308 @@
+"""The app's model, without Qt: owns the engine conversation, the voice and the journal; publishes facts.
+
+Commands (`send_text`, `press_to_talk`, ...) are plain calls made on the event loop's thread;
+anything that waits runs as a task of the session's group, which `running()` opens and closes. Listeners get the
+engine's events (engine.events) and the app's facts (desktop.model.facts), all on the loop thread.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from adapters.contract import LlmAdapter, User
+from adapters.contract.tasks import Tasks, open_tasks
+from adapters.llm.models import ModelError
+from desktop.config import Config, data_dir
+from desktop.errors import BadInput
+from desktop.model.board import Board
+from desktop.model.engine_host import new_journal_path, open_engine
+from desktop.model.facts import (
+    EngineClosed,
+    EngineOpened,
+    HandsFreeChanged,
+    MicLevel,
+    ModelLoading,
+    TalkChanged,
+)
+from desktop.model.keyring_store import KeyStore, StoredKey
+from desktop.model.voice import SimulatedVoice, VoiceCallbacks, VoiceIO, VoiceUnavailable
+from desktop.model.wording import internal_error, journal_unwritable, missing_model, no_engine, problem_for_failure
+from desktop.pipeline.parts import LlmChoice, llm_choice
+from engine.clock import Clock, MonotonicClock
+from engine.conversation import Conversation
+from engine.events import State, StateChanged, TurnEnded
+from engine.inbox import UserInput
+from engine.journal import REDACTED
+from engine.tools import ToolRegistry
+
+log = logging.getLogger(__name__)
+TURN_PROBLEMS = ("auth", "unreachable", "quota")
+
+
+class Session(Board):
+    def __init__(
+        self,
+        config: Config,
+        *,
+        journal_dir: Path | None = None,
+        voice: VoiceIO | None = None,
+        llm: LlmAdapter | None = None,
+        clock: Clock | None = None,
+        keys: KeyStore | None = None,
+        tools: ToolRegistry | None = None,
+    ) -> None:
+        super().__init__()
+        self.config = config
+        self.clock = clock or MonotonicClock()
+        self.voice: VoiceIO = voice or SimulatedVoice(self.clock)
+        self.keys = keys or KeyStore()
+        self.journal_path = new_journal_path(journal_dir or data_dir() / "sessions")
+        self.conversation: Conversation | None = None
+        self.hands_free = False
+        self.talking = False
+        self._llm = llm
+        self._tools = tools or ToolRegistry()
+        self._tasks: Tasks | None = None
+        self._key: StoredKey | None = None
+        self._closing = False
+        self._version = 0  # of the settings the engine should run with
+        self._broken = -1  # settings version whose language model failed to load
+        self._changed = anyio.Event()  # settings changed, a model failed, or closing
+        self._applied = anyio.Event()  # the engine runs with the current settings (or cannot)
+        self._ended = anyio.Event()
+
+    # Lifecycle
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Session]:
+        """The session's work for the block: the voice (devices, models), then the engine (typing works from then
+        on). Leaving it disposes the live turn and waits until everything the session started has ended."""
+        async with open_tasks(on_error=self._task_failed) as tasks:
+            self._tasks = tasks
+            tasks.start(self._life, name="session")
+            try:
+                await self._applied.wait()
+                yield self
+            finally:
+                await self.aclose()
+        self._tasks = None
+
+    async def aclose(self) -> None:
+        """Dispose the live turn, wait until it is quiescent, close the engine and then the voice."""
+        self._closing = True
+        self._changed.set()
+        if self._tasks is not None:
+            await self._ended.wait()
+
+    def close_soon(self, then: Callable[[], None]) -> None:
+        """Close as `aclose` does, from a plain call (a window's close button), and call `then` once closed."""
+        if self._tasks is None:
+            then()
+            return
+
+        async def close() -> None:
+            await self.aclose()
+            then()
+
+        self._tasks.start(close, name="close")
+
+    def apply_settings(self, config: Config) -> None:
+        """Take new settings now; the engine is rebuilt for them (the current turn is disposed first)."""
+        self.config = config
+        self._spawn(self.reconfigure, config)
+
+    async def reconfigure(self, config: Config) -> None:
+        """Rebuild the engine for `config`; returns once it runs (or could not be set up)."""
+        self.config = config
+        self._version += 1
+        self._applied = anyio.Event()
+        self._changed.set()
+        if not self._closing and self._tasks is not None:
+            await self._applied.wait()
+
+    async def _life(self) -> None:
+        """One task holds the voice and, inside it, one engine per settings version, so every context is left in
+        the task that entered it, innermost first."""
+        try:
+            async with self.voice.running(self._voice_events()):
+                while not self._closing:
+                    self._changed = anyio.Event()
+                    version = self._version
+                    async with self._engine(version):
+                        self._applied.set()
+                        await self._changed.wait()
+        finally:
+            self._applied.set()
+            self._ended.set()
+
+    @asynccontextmanager
+    async def _engine(self, version: int) -> AsyncIterator[None]:
+        """A conversation on the current settings for the block (none while they cannot give one)."""
+        choice = None if version == self._broken else self._choose()
+        if choice is None:
+            self.publish(EngineClosed())
+            yield
+            return
+        async with AsyncExitStack() as stack:
+            try:
+                self.conversation = await stack.enter_async_context(self._open(choice))
+            except OSError as error:  # the journal's folder cannot be written
+                self.raise_problem(journal_unwritable(self.journal_path, error))
+                self.publish(EngineClosed())
+                yield
+                return
+            stack.callback(self.conversation.subscribe(self._on_engine))
+            await stack.enter_async_context(self.voice.attached(self.conversation))
+            tasks = await stack.enter_async_context(open_tasks(on_error=self._failed, cancel_on_exit=True))
+            self.publish(EngineOpened(choice.adapter.provider, choice.adapter.model, choice.label))
+            if choice.load is not None:
+                tasks.start(self._load, choice, version, name="load-llm")
+            try:
+                yield
+            finally:
+                self.conversation = None
+        self.publish(EngineClosed())
+
+    def _choose(self) -> LlmChoice | None:
+        self._key = key = self.keys.load()
+        if self._llm is not None:
+            return LlmChoice(self._llm, f"{self._llm.model} ({self._llm.provider})")
+        try:
+            choice = llm_choice(self.config, key.secret if key else None)
+        except BadInput as error:
+            self.raise_problem(missing_model(str(error)))
+            return None
+        self.clear_problem("missing_model")
+        return choice
+
+    def _open(self, choice: LlmChoice) -> AbstractAsyncContextManager[Conversation]:
+        return open_engine(
+            choice,
+            self.config,
+            journal_path=self.journal_path,
+            speech=self.voice.speech,
+            clock=self.clock,
+            tools=self._tools,
+            key=self._key,
+            voice="simulated" if self.voice.simulated else "live",
+        )
+
+    async def _load(self, choice: LlmChoice, version: int) -> None:
+        assert choice.load is not None
+        started = self.clock.now()
+        self.publish(ModelLoading(choice.label, "loading"))
+        try:
+            await choice.load()
+        except ModelError as error:
+            self.publish(ModelLoading(choice.label, "failed", self.clock.now() - started))
+            self.raise_problem(missing_model(str(error)))
+            self._broken = version
+            self._changed.set()  # the engine closes; it opens again when the settings change
+            return
+        self.publish(ModelLoading(choice.label, "ready", self.clock.now() - started))
+
+    def _on_engine(self, event: Any) -> None:
+        self.publish(event)
+        if isinstance(event, TurnEnded):
+            self._after_turn(event)
+
+    def _after_turn(self, event: TurnEnded) -> None:
+        if event.failure is None:
+            for kind in TURN_PROBLEMS if event.outcome == "completed" else ():
+                self.clear_problem(kind)
+            return
+        problem = problem_for_failure(event.failure, self.config.llm, key_set=self._key is not None)
+        if problem is not None:
+            self.raise_problem(problem)
+
+    # Commands
+
+    def send_text(self, text: str) -> bool:
+        """Queue typed input; False (and the reason as a banner) when nothing can answer it."""
+        return bool(text.strip()) and self.submit(UserInput(text.strip(), source="text"))
+
+    def submit(self, item: UserInput) -> bool:
+        """Queue an input for its turn; the API key is redacted from it, as the journal would."""
+        if self.conversation is None:
+            self.raise_problem(self.problems.get("missing_model") or no_engine())
+            return False
+        if self._key is not None:
+            item = replace(item, text=item.text.replace(self._key.secret.reveal(), REDACTED))
+        self.conversation.submit(item)
+        return True
+
+    def press_to_talk(self) -> None:
+        """Barge in on a reply that is being thought of or spoken, then start capturing."""
+        if self.talking:
+            return
+        self.talking = True
+        self.barge_in()
+        self.voice.press()
+        self.publish(TalkChanged(True))
+
+    def release_to_talk(self) -> None:
+        if not self.talking:
+            return
+        self.talking = False
+        self.voice.release()
+        self.publish(TalkChanged(False))
+
+    def set_hands_free(self, on: bool) -> None:
+        try:
+            self.voice.start_listening() if on else self.voice.stop_listening()
+        except VoiceUnavailable as error:
+            self.raise_problem(error.problem)
+            on = False
+        self.hands_free = on
+        self.publish(HandsFreeChanged(on))
+
+    def barge_in(self) -> None:
+        """Abort the live turn only; input queued meanwhile stays (the person is talking)."""
+        if self.conversation is not None and self.conversation.live_turn is not None:
+            self._spawn(self.conversation.cancel, User(), keep_inbox=True)
+
+    def stop(self) -> None:
+        """The Stop button: abort the live turn and drop queued input."""
+        if self.conversation is not None:
+            self._spawn(self.conversation.cancel, User())
+
+    def set_input_state(self, state: State) -> None:
+        if self.conversation is not None:
+            self.conversation.set_input_state(state)
+        else:
+            self.publish(StateChanged(None, state))
+
+    def _spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> None:
+        """Work a plain command starts, owned by the session (nothing runs before `running()` or after it)."""
+        if self._tasks is not None and not self._closing:
+            self._tasks.start(functools.partial(fn, *args, **kwargs), name=getattr(fn, "__name__", "command"))
+
+    def _task_failed(self, name: str, error: Exception) -> None:
+        log.error("session task %s failed", name, exc_info=error)
+        self.raise_problem(internal_error(error, self.journal_path))
+
+    def _failed(self, name: str, error: Exception) -> None:
+        self._task_failed(name, error)
+
+    def _voice_events(self) -> VoiceCallbacks:
+        def level(value: float) -> None:
+            self.publish(MicLevel(min(1.0, max(0.0, value))))
+
+        def utterance(item: UserInput) -> None:
+            self.submit(item)
+
+        def listening_stopped() -> None:
+            if self.hands_free:
+                self.set_hands_free(False)
+
+        return VoiceCallbacks(
+            level, self.set_input_state, self.barge_in, utterance, self.raise_problem, self.publish, listening_stopped
+        )

@@ -1,0 +1,147 @@
+"""The transcript as data (no Qt): user bubbles, and assistant bubbles that stream, then settle to heard/unheard."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from desktop.model.wording import code_words, failure_reason
+from engine.events import (
+    AttemptFailed,
+    ReplyHeard,
+    RetryScheduled,
+    TextGenerated,
+    ToolCalled,
+    ToolFinished,
+    TurnEnded,
+    TurnStarted,
+)
+
+
+@dataclass
+class Bubble:
+    role: Literal["user", "assistant"]
+    turn: int
+    step: int = 0
+    source: str = "text"
+    text: str = ""  # the user's words, or the reply as it streams in
+    attempt: int = 0
+    heard: str | None = None  # once settled: exactly the journal's assistant/message text ("" if none)
+    unheard: str = ""  # generated but never heard: struck through and greyed
+    interrupted: bool = False
+    settled: bool = False
+    note: str = ""  # status in plain words: "Thinking…", "Attempt 1 failed (rate limited)", "Failed: …"
+    failed: bool = False
+
+
+def unheard_rest(generated: str, heard: str) -> str:
+    """What followed the heard words; `heard` is a word-wise prefix of `generated`."""
+    text = generated.strip()
+    if text.startswith(heard):
+        return text[len(heard) :].strip()
+    words, heard_words = text.split(), heard.split()
+    if words[: len(heard_words)] == heard_words:
+        return " ".join(words[len(heard_words) :])
+    return text
+
+
+Changed = Callable[[Bubble, bool], None]  # (bubble, is_new)
+
+
+class TranscriptModel:
+    def __init__(self) -> None:
+        self.bubbles: list[Bubble] = []
+        self._listeners: list[Changed] = []
+
+    def on_change(self, listener: Changed) -> None:
+        self._listeners.append(listener)
+
+    def assistant(self, turn: int, step: int = 1) -> Bubble | None:
+        for bubble in self.bubbles:
+            if bubble.role == "assistant" and bubble.turn == turn and bubble.step == step:
+                return bubble
+        return None
+
+    def handle(self, event: Any) -> None:
+        handler = _HANDLERS.get(type(event))
+        if handler is not None:
+            handler(self, event)
+
+    def _add(self, bubble: Bubble) -> Bubble:
+        self.bubbles.append(bubble)
+        self._changed(bubble, True)
+        return bubble
+
+    def _changed(self, bubble: Bubble, new: bool = False) -> None:
+        for listener in list(self._listeners):
+            listener(bubble, new)
+
+    def _step(self, turn: int, step: int) -> Bubble:
+        return self.assistant(turn, step) or self._add(Bubble("assistant", turn, step))
+
+    def _started(self, event: TurnStarted) -> None:
+        self._add(Bubble("user", event.turn, source=event.source, text=event.text, settled=True))
+        self._add(Bubble("assistant", event.turn, 1, note="Thinking…"))
+
+    def _text(self, event: TextGenerated) -> None:
+        bubble = self._step(event.turn, event.step)
+        if bubble.attempt != event.attempt:
+            bubble.attempt, bubble.text = event.attempt, ""
+        bubble.text += event.text
+        bubble.note = ""
+        self._changed(bubble)
+
+    def _attempt_failed(self, event: AttemptFailed) -> None:
+        bubble = self._step(event.turn, event.step)
+        bubble.text = ""
+        bubble.note = f"Attempt {event.attempt} failed ({code_words(event.failure.code)})"
+        self._changed(bubble)
+
+    def _retry(self, event: RetryScheduled) -> None:
+        bubble = self._step(event.turn, event.step)
+        bubble.note += f"; trying again after {event.backoff.delay_ms / 1000:.1f} s"
+        self._changed(bubble)
+
+    def _tool(self, event: ToolCalled | ToolFinished) -> None:
+        bubble = self._step(event.turn, event.step)
+        if isinstance(event, ToolCalled):
+            bubble.note = f"Using the tool {event.call.name}…"
+        else:
+            bubble.note = f"Tool finished: {event.code}"
+        self._changed(bubble)
+
+    def _heard(self, event: ReplyHeard) -> None:
+        bubble = self._step(event.turn, event.step)
+        bubble.heard, bubble.unheard = event.heard, unheard_rest(event.generated, event.heard)
+        bubble.text, bubble.interrupted, bubble.settled = event.generated, event.interrupted, True
+        if event.interrupted and not event.heard:
+            bubble.note = "Stopped before anything was heard"
+        elif not bubble.note.startswith("Tool"):
+            bubble.note = ""
+        self._changed(bubble)
+
+    def _ended(self, event: TurnEnded) -> None:
+        for bubble in [b for b in self.bubbles if b.role == "assistant" and b.turn == event.turn]:
+            if bubble.settled and event.failure is None:
+                continue
+            if event.failure is not None and not bubble.heard:
+                bubble.failed, bubble.text = True, ""
+                bubble.note = f"Failed: {failure_reason(event.failure)}"
+            elif not bubble.settled:
+                bubble.heard, bubble.unheard = "", bubble.text.strip()
+                bubble.note = "Stopped before anything was heard" if event.outcome == "aborted" else bubble.note
+            bubble.settled = True
+            self._changed(bubble)
+
+
+_HANDLERS: dict[type, Callable[[TranscriptModel, Any], None]] = {
+    TurnStarted: TranscriptModel._started,
+    TextGenerated: TranscriptModel._text,
+    AttemptFailed: TranscriptModel._attempt_failed,
+    RetryScheduled: TranscriptModel._retry,
+    ToolCalled: TranscriptModel._tool,
+    ToolFinished: TranscriptModel._tool,
+    ReplyHeard: TranscriptModel._heard,
+    TurnEnded: TranscriptModel._ended,
+}

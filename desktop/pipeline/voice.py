@@ -1,0 +1,374 @@
+"""The one voice pipeline: microphone → echo canceller → VAD → barge-in → Ears, and Piper → speaker.
+
+The window, `parley run`, the bench and the self-test all run it, on real or fixture devices and any clock
+(`open_pipeline`). It is bound to one conversation at a time (`attached`): the window rebuilds its conversation
+when settings change, while the devices, the listening chain and the models live as long as the pipeline.
+Hands-free (`listening`) feeds VAD onsets and ends to Ears and arms VAD barge-in; without it the microphone is
+heard only while push-to-talk is held (Ears keeps 0.4 s of pre-roll). What happens is reported as facts
+(desktop.pipeline.facts) through `on_fact`; only the app turns them into words.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Protocol
+
+import anyio
+import numpy as np
+
+from adapters.contract import CancelSignal
+from adapters.contract.speech_io import Synthesizer, Transcriber
+from adapters.contract.tasks import Tasks, open_tasks
+from adapters.llm.models import ModelError
+from audio.aec import EchoCanceller
+from audio.bargein import BargeInDetector
+from audio.events import AudioUnavailable, CaptureFailed, EchoCancellerUnavailable, PlaybackFailed, VadUnavailable
+from audio.listen import Listener, ListenEvent
+from audio.ports import Clock, Frame, run_blocking
+from audio.vad import Vad, VadConfig
+from desktop.config import AudioConfig
+from desktop.pipeline.devices import Devices
+from desktop.pipeline.ears import Ears, open_ears
+from desktop.pipeline.facts import (
+    EchoCancellerFailed,
+    MicLevel,
+    MicrophoneFailed,
+    ModelLoading,
+    PipelineFact,
+    PipelineFailed,
+    SpeakerFailed,
+    SpeechModel,
+    SpeechModelFailed,
+)
+from desktop.pipeline.metrics import SessionMetrics
+from desktop.pipeline.speech import SIMULATED_MS_PER_WORD, FallbackSpeech
+from desktop.pipeline.voice_output import VoiceOutput
+from engine.conversation import Conversation
+from engine.silent_speech import SilentSpeech
+
+log = logging.getLogger(__name__)
+
+LEVEL_EVERY = 1600  # samples (100 ms at 16 kHz) per reported microphone level
+LEVEL_FLOOR_DB = -60.0  # this quiet or quieter shows as an empty meter; 0 dBFS as a full one
+WHISPER = "speech recognition (Whisper)"
+PIPER = "Parley's voice (Piper)"
+
+
+class _Preloads(Protocol):
+    async def preload(self, signal: CancelSignal) -> None: ...
+
+
+class _Transcribes(Transcriber, _Preloads, Protocol): ...
+
+
+class _Synthesizes(Synthesizer, _Preloads, Protocol): ...
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What the pipeline runs for the attached conversation."""
+
+    conversation: Conversation
+    ears: Ears
+    metrics: SessionMetrics
+
+
+def level_of(samples: np.ndarray) -> float:
+    """A meter reading 0..1 for cleaned audio: its RMS on a decibel scale from LEVEL_FLOOR_DB to 0 dBFS."""
+    if len(samples) == 0:
+        return 0.0
+    rms = math.sqrt(float(np.mean(np.square(samples, dtype=np.float64))))
+    decibels = 20 * math.log10(max(rms, 1e-9))
+    return min(1.0, max(0.0, (decibels - LEVEL_FLOOR_DB) / -LEVEL_FLOOR_DB))
+
+
+class VoicePipeline:
+    """Devices, models and the listening chain. Built idle (its `speech` port exists at once, for the engine);
+    `running()` opens the devices and loads the models for as long as its block lasts. `speaker=False`: there
+    is no output device, replies are shown and timed as if spoken, silently."""
+
+    def __init__(
+        self,
+        devices: Devices,
+        transcriber: _Transcribes,
+        synthesizer: _Synthesizes,
+        clock: Clock,
+        audio: AudioConfig,
+        *,
+        listening: bool = False,
+        speaker: bool = True,
+    ) -> None:
+        self.devices = devices
+        self.transcriber = transcriber
+        self.synthesizer = synthesizer
+        self.clock = clock
+        self.audio = audio
+        self._on_fact: Callable[[PipelineFact], None] = _ignore
+        self._tasks: Tasks | None = None
+        self._has_speaker = speaker
+        self.detector = BargeInDetector(
+            devices.sink, clock, min_speech_ms=audio.min_speech_ms, resolve_window_ms=audio.false_interruption_window_ms
+        )
+        output = VoiceOutput(synthesizer, devices.sink, clock, on_first_audio=self._first_audio)
+        self.speech = FallbackSpeech(output, SilentSpeech(clock, ms_per_word=SIMULATED_MS_PER_WORD), self._speaks)
+        self.listener: Listener | None = None
+        self.loaded = anyio.Event()  # the speech models loaded (or failed to)
+        self.microphone_open = anyio.Event()  # the listening chain runs
+        self.unheard: MicrophoneFailed | SpeechModelFailed | None = None  # why spoken input cannot work
+        self._speaker_on = False
+        self._voice_loaded = True
+        self._listening = listening
+        self._held = False
+        self._binding: Binding | None = None
+        self._level: list[np.ndarray] = []
+        self._level_samples = 0
+
+    # What runs it
+
+    @property
+    def binding(self) -> Binding | None:
+        return self._binding
+
+    @property
+    def speaks(self) -> bool:
+        """Replies go to the speaker (else they are 'spoken' silently, see FallbackSpeech)."""
+        return self._speaks()
+
+    @property
+    def listening(self) -> bool:
+        return self._listening
+
+    def listen(self, on: bool) -> None:
+        """Hands-free on or off: VAD decides when the person speaks, and arms barge-in by voice."""
+        self._listening = on
+        if self.listener is not None:
+            self.listener.barge_in = self.detector if on else None
+        if not on:
+            if self._binding is not None and not self._held:
+                self._binding.ears.release()  # an utterance under way ends here
+            self._quiet()
+
+    def press(self) -> None:
+        if self._held:
+            return
+        self._held = True
+        if self._binding is not None and self.unheard is None:
+            self._binding.ears.press()
+
+    def release(self) -> None:
+        if not self._held:
+            return
+        self._held = False
+        if self._binding is not None and self.unheard is None:
+            self._binding.ears.release()
+        if not self._listening:
+            self._quiet()
+
+    @asynccontextmanager
+    async def attached(self, conversation: Conversation) -> AsyncIterator[Binding]:
+        """Spoken input goes to `conversation` and barge-in cancels its turns, for the block."""
+        metrics = SessionMetrics(conversation, self.devices.sink.latency_s)
+        async with open_ears(
+            conversation,
+            self.transcriber,
+            self.detector,
+            self.devices.sink,
+            self.clock,
+            on_error=self._failed,
+            on_utterance=metrics.utterance,
+            resume_false_interruptions=self.audio.false_interruption_resume,
+        ) as ears:
+            self._binding = binding = Binding(conversation, ears, metrics)
+            try:
+                yield binding
+            finally:
+                self._binding = None
+                metrics.close()
+                self.detector.disarm()
+                self.devices.sink.resume()  # a barge-in left unresolved must not keep the next one silent
+
+    @asynccontextmanager
+    async def running(self, on_fact: Callable[[PipelineFact], None]) -> AsyncIterator[VoicePipeline]:
+        """Open the speaker, start loading the models, open the microphone (a scenario's once the models are in);
+        on leaving, the devices are closed and every task and thread of the pipeline has ended."""
+        self._on_fact = on_fact
+        async with open_tasks(on_error=self._failed, cancel_on_exit=True) as tasks:
+            self._tasks = tasks
+            try:
+                await self._start(tasks)
+                yield self
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._close()
+        self._tasks, self._on_fact = None, _ignore
+
+    # Start-up
+
+    async def _start(self, tasks: Tasks) -> None:
+        await self._start_speaker()
+        tasks.start(self._load_models, name="load-models")
+        try:
+            vad = await run_blocking(
+                lambda: Vad(VadConfig(self.audio.vad_threshold, min_silence_ms=self.audio.min_silence_ms))
+            )
+        except VadUnavailable as error:
+            self._unheard(MicrophoneFailed(str(error)))
+            return
+        self.listener = Listener(self.devices.source, vad, echo=self._echo_canceller(), barge_in=None)
+        self.listen(self._listening)
+        if self.devices.fixture:
+            tasks.start(self._listen_once_loaded, name="listener")
+            return
+        await self._open_microphone()
+
+    async def _start_speaker(self) -> None:
+        if not self._has_speaker:
+            return
+        try:
+            await self.devices.sink.start()
+        except AudioUnavailable as error:
+            self._on_fact(SpeakerFailed(str(error)))
+            return
+        self._speaker_on = True
+
+    async def _open_microphone(self) -> bool:
+        try:
+            await self.devices.source.start()
+        except AudioUnavailable as error:
+            self._unheard(MicrophoneFailed(str(error)))
+            return False
+        assert self._tasks is not None
+        self._tasks.start(self._listen, name="listener")
+        self.microphone_open.set()
+        return True
+
+    async def _listen_once_loaded(self) -> None:
+        """A scenario's timeline starts once the models are in, so its first utterance is heard like any other."""
+        await self.loaded.wait()
+        if self.unheard is None:
+            await self._open_microphone()
+
+    def _echo_canceller(self) -> EchoCanceller:
+        """WebRTC AEC on what the speaker plays, where sound can travel from the speaker to the microphone."""
+        wanted = self.audio.echo_cancellation and self.devices.acoustic and self._speaker_on
+        try:
+            return EchoCanceller(self.devices.sink.tap(), enabled=wanted)
+        except EchoCancellerUnavailable as error:
+            self._on_fact(EchoCancellerFailed(str(error)))
+            return EchoCanceller(None, enabled=False)
+
+    async def _load_models(self) -> None:
+        try:
+            await self._load(WHISPER, self.transcriber, "speech recognition")
+            await self._load(PIPER, self.synthesizer, "Parley's voice")
+        finally:
+            self.loaded.set()
+
+    async def _load(self, label: str, model: _Preloads, what: SpeechModel) -> None:
+        started = self.clock.now()
+        self._on_fact(ModelLoading(label, "loading"))
+        try:
+            await model.preload(CancelSignal())
+        except ModelError as error:
+            self._on_fact(ModelLoading(label, "failed", self.clock.now() - started))
+            failed = SpeechModelFailed(what, str(error))
+            if model is self.transcriber:
+                self._unheard(failed)
+            else:
+                self._voice_loaded = False
+                self._on_fact(failed)
+            return
+        self._on_fact(ModelLoading(label, "ready", self.clock.now() - started))
+
+    # The listening chain (on the loop)
+
+    async def _listen(self) -> None:
+        assert self.listener is not None
+        await self.listener.run(self._on_event, self._on_audio)
+
+    def _on_event(self, event: ListenEvent) -> None:
+        if isinstance(event, CaptureFailed):
+            self._capture_failed(event)
+        elif self._binding is not None and self._listening and self.unheard is None:
+            self._binding.ears.on_event(event)
+
+    def _on_audio(self, frame: Frame) -> None:
+        if self._binding is not None:
+            self._binding.ears.on_audio(frame)  # only pre-roll is kept unless an utterance is under way
+        if not (self._listening or self._held):
+            return
+        self._level.append(frame.samples)
+        self._level_samples += len(frame.samples)
+        if self._level_samples >= LEVEL_EVERY:
+            self._on_fact(MicLevel(level_of(np.concatenate(self._level))))
+            self._level, self._level_samples = [], 0
+
+    def _capture_failed(self, failure: CaptureFailed) -> None:
+        if self._binding is not None:
+            self._binding.ears.on_event(failure)
+            self._binding.ears.release()
+        self._unheard(MicrophoneFailed(failure.reason))
+        self._quiet()
+
+    def _quiet(self) -> None:
+        self._level, self._level_samples = [], 0
+        self._on_fact(MicLevel(0.0))
+
+    def _unheard(self, why: MicrophoneFailed | SpeechModelFailed) -> None:
+        self.unheard = why
+        self._listening = False
+        if self.listener is not None:
+            self.listener.barge_in = None
+        self._on_fact(why)
+
+    def _speaks(self) -> bool:
+        return self._speaker_on and self.devices.sink.failure is None and self._voice_loaded
+
+    def _first_audio(self, turn: int, queued_at: float, synth_ms: float) -> None:
+        if self._binding is not None:
+            self._binding.metrics.first_audio(turn, queued_at, synth_ms)
+
+    def _failed(self, part: str, error: Exception) -> None:
+        _reporter(self._on_fact)(part, error)
+
+    async def _close(self) -> None:
+        await self.devices.source.close()  # the listener's frames end
+        await self.devices.sink.close()
+
+
+def _ignore(_fact: PipelineFact) -> None:
+    return None
+
+
+def _reporter(on_fact: Callable[[PipelineFact], None]) -> Callable[[str, Exception], None]:
+    def failed(part: str, error: Exception) -> None:
+        log.error("voice pipeline: %s failed", part, exc_info=error)
+        on_fact(PipelineFailed(part, error))
+
+    return failed
+
+
+def playback_failed_to(on_fact: Callable[[PipelineFact], None]) -> Callable[[PlaybackFailed], None]:
+    """The speaker's failure callback, as a fact."""
+    return lambda failure: on_fact(SpeakerFailed(failure.reason))
+
+
+@asynccontextmanager
+async def open_pipeline(
+    devices: Devices,
+    transcriber: _Transcribes,
+    synthesizer: _Synthesizes,
+    clock: Clock,
+    audio: AudioConfig,
+    *,
+    on_fact: Callable[[PipelineFact], None],
+    listening: bool = False,
+) -> AsyncIterator[VoicePipeline]:
+    """A running pipeline for the block (see VoicePipeline.running)."""
+    pipeline = VoicePipeline(devices, transcriber, synthesizer, clock, audio, listening=listening)
+    async with pipeline.running(on_fact):
+        yield pipeline

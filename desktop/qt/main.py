@@ -1,0 +1,111 @@
+"""`run_app`: QApplication + qasync loop, the window, and an orderly close (the conversation is disposed first)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+
+from desktop.config import Config, ConfigError, default_path, load
+from desktop.model.facts import Problem
+from desktop.model.session import Session
+from desktop.model.voice import SimulatedVoice, VoiceIO, VoiceUnavailable
+from desktop.model.wording import bad_config, fixture_problem
+from desktop.qt import qt_loop
+from desktop.qt.style import SHEET
+from desktop.qt.window import MainWindow
+from engine.clock import MonotonicClock
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="parley", description="The Parley desktop window.")
+    parser.add_argument("--config", type=Path, help="settings file (default: the user config dir)")
+    parser.add_argument("--journal-dir", type=Path, help="where sessions/<time>/journal.jsonl go")
+    parser.add_argument("--fixture", type=Path, help="play a scenario file into the window")
+    parser.add_argument(
+        "--quit-when-ready", action="store_true", help="close as soon as the window is usable (a start-up check)"
+    )
+    return parser
+
+
+def run_app(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    app = QApplication.instance() or QApplication(["parley"])
+    assert isinstance(app, QApplication)
+    app.setApplicationName("Parley")
+    app.setQuitOnLastWindowClosed(False)  # the window closes itself once the conversation is quiescent
+    app.setStyleSheet(SHEET)
+    loop = qt_loop.new_loop(app)
+    try:
+        return qt_loop.run(loop, _main(args))
+    finally:
+        qt_loop.close(loop)
+
+
+def _config(args: argparse.Namespace) -> tuple[Config, Path, Problem | None]:
+    path = args.config or Path(os.environ.get("PARLEY_CONFIG", "") or default_path())
+    try:
+        return load(path), path, None
+    except ConfigError as error:
+        return Config(), path, bad_config(str(error))
+
+
+def voice_for(args: argparse.Namespace, config: Config) -> tuple[VoiceIO, list[Problem]]:
+    """The microphone and speaker (or the `--fixture` scenario's files); the simulated voice, with the reason
+    as a banner, when there is no microphone or the speech models are missing."""
+    from desktop.model.live_voice import LiveVoice, probe_devices
+    from desktop.scenario import ScenarioError, load_scenario, scenario_path
+
+    clock = MonotonicClock()
+    try:
+        if args.fixture is not None:
+            return LiveVoice(config, clock, scenario=load_scenario(scenario_path(args.fixture))), []
+        microphone, speaker = probe_devices(config.audio)
+        if microphone is not None:
+            return SimulatedVoice(clock, why=microphone), [microphone]
+        return LiveVoice(config, clock, speaker=speaker is None), [speaker] if speaker else []
+    except ScenarioError as error:
+        problem = fixture_problem(str(error))
+    except VoiceUnavailable as error:
+        problem = error.problem
+    return SimulatedVoice(clock, why=problem), [problem]
+
+
+async def _main(args: argparse.Namespace) -> int:
+    config, path, problem = _config(args)
+    voice, notes = voice_for(args, config)
+    session = Session(config, journal_dir=args.journal_dir, voice=voice)
+    window = MainWindow(session, config_path=path)
+    for note in [problem, *notes]:
+        if note is not None:
+            session.raise_problem(note)
+    window.show()
+    wake = QTimer(window)  # lets Python run its Ctrl+C handler while Qt's loop is in C++
+    wake.start(250)
+    previous = signal.signal(signal.SIGINT, lambda *_: window.close())
+    ready: float | None = None
+    try:
+        async with session.running():  # the app's root task group: everything the session starts ends in it
+            if args.fixture is not None and not voice.simulated:
+                session.set_hands_free(True)  # the scenario speaks without pressing Talk
+            if args.quit_when_ready:
+                ready = time.monotonic()  # said once closed: llama.cpp mutes stdout while it loads a model
+                window.close()
+            await window.closed.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        wake.stop()
+        window.deleteLater()
+    if ready is not None:
+        print(f"parley: window ready at {ready:.3f} s on the monotonic clock, then closed in order", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_app(sys.argv[1:]))

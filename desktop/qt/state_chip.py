@@ -1,0 +1,71 @@
+"""The state chip: what Parley is doing now, with a live countdown while it waits to retry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import QLabel, QWidget
+
+from desktop.model.wording import failure_reason, state_label
+from desktop.qt.style import CHIP_COLOURS
+from engine.clock import Clock
+from engine.events import BackoffInfo, State, StateChanged, TurnEnded, TurnStarted
+
+TICK_MS = 100
+PILL = "border-radius: 11px; padding: 4px 16px; font-weight: 600;"  # radius above half the height: square
+
+
+class StateChip(QLabel):
+    """Shows the engine state; a failed turn stays shown (in plain words) until the next turn starts."""
+
+    shown = Signal(str)  # every text the chip displays, in order (tests and accessibility)
+
+    def __init__(self, clock: Clock, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("chip")
+        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self._clock = clock
+        self.state = State.IDLE
+        self._backoff: BackoffInfo | None = None
+        self._failed: str | None = None
+        self._timer = QTimer(self)
+        self._timer.setInterval(TICK_MS)
+        self._timer.timeout.connect(self._render)
+        self._render()
+
+    def handle(self, event: Any) -> None:
+        if isinstance(event, StateChanged):
+            self._state(event.state, event.backoff)
+        elif isinstance(event, TurnStarted):
+            self._failed = None
+            self._render()
+        elif isinstance(event, TurnEnded) and event.failure is not None:
+            self._failed = failure_reason(event.failure)
+            self._render()
+
+    def stop(self) -> None:
+        self._timer.stop()
+
+    def _state(self, state: State, backoff: BackoffInfo | None) -> None:
+        self.state, self._backoff = state, backoff
+        if state is not State.IDLE:
+            self._failed = None
+        if state is State.BACKING_OFF and backoff is not None:
+            self._timer.start()
+        else:
+            self._timer.stop()
+        self._render()
+
+    def _render(self) -> None:
+        if self._failed is not None:
+            text, key = f"Failed: {self._failed}", "Failed"
+        else:
+            text = state_label(self.state, self._backoff, self._clock.now())
+            key = "Retrying" if self.state is State.BACKING_OFF else text
+        background, ink = CHIP_COLOURS.get(key, CHIP_COLOURS["Ready"])
+        self.setStyleSheet(f"QLabel {{ background: {background}; color: {ink}; {PILL} }}")
+        if text != self.text():
+            self.setText(text)
+            self.setToolTip(text)
+            self.shown.emit(text)

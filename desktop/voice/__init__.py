@@ -1,1 +1,0 @@
-"""The voice pipeline: microphone → VAD → Whisper → engine → chunker → Piper → speaker, with barge-in."""
