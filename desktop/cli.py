@@ -155,7 +155,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _bad_input() -> tuple[type[Exception], ...]:
     """Every error that means "your input is wrong", not "Parley is broken"."""
-    from adapters.asr.wav import AudioFileError
     from adapters.llm.models import ModelError
     from audio.events import AudioError
     from desktop.config import ConfigError
@@ -170,7 +169,6 @@ def _bad_input() -> tuple[type[Exception], ...]:
         ScenarioError,
         ModelError,
         AudioError,
-        AudioFileError,
     )
 
 
