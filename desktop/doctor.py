@@ -124,13 +124,13 @@ def _provider(config: Config) -> Check:
         route = proxy_for(url)
     except (ProxySettingError, httpx.InvalidURL):
         return Check("LLM provider", False, f"{url} not tried: the proxy setting is unusable (see LLM proxy)")
-    via = f" {route.shown}" if route.proxy else ""
+    via, fix = (f" {route.shown}", "check the proxy and the base URL") if route.proxy else ("", "check the base URL")
     try:
         response = httpx.get(
             url, headers=headers, timeout=config.llm.connect_timeout, proxy=route.proxy, trust_env=False
         )
     except httpx.HTTPError as error:
-        return Check("LLM provider", False, f"{url} cannot be reached{via} ({type(error).__name__}); check the URL")
+        return Check("LLM provider", False, f"{url} cannot be reached{via} ({type(error).__name__}); {fix}")
     status = response.status_code
     if status in (401, 403):
         return Check("LLM provider", False, f"{url} refused the API key; set PARLEY_LLM_API_KEY or the keyring")
