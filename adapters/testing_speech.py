@@ -14,8 +14,8 @@ from collections.abc import AsyncGenerator
 import numpy as np
 
 from adapters.asr import guard
-from adapters.asr.resample import resample, to_mono_float32
 from adapters.contract.cancel import CancelSignal
+from adapters.contract.pcm import resample, to_mono_float32
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, SpeechText, SynthSegment, Transcript, Word, WordTiming
 from adapters.contract.workers import Worker
 from adapters.tts.segments import source_slices

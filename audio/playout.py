@@ -11,10 +11,10 @@ import threading
 
 import numpy as np
 
+from adapters.contract.pcm import resample, to_mono_float32
 from audio.events import PlaybackFailed
 from audio.ports import Clock, SegmentId, SegmentProgress
 from audio.tap import ReferenceTap
-from audio.wav import resample, to_float32
 
 
 class _Segment:
@@ -189,7 +189,7 @@ class CoreSink:
 
     def enqueue(self, turn: int, segment: SegmentId, samples: np.ndarray, rate: int | None = None) -> bool:
         """Queue a segment (float32 or int16, at `rate` or the sink's); False when the turn was stopped."""
-        audio = to_float32(samples)
+        audio = to_mono_float32(samples)
         if rate is not None and rate != self._core.rate:
             audio = resample(audio, rate, self._core.rate)
         return self._core.enqueue(turn, segment, audio)

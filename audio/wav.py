@@ -1,50 +1,64 @@
-"""WAV in and out: any rate or channel count is converted (mixed to mono, resampled once with soxr)."""
+"""WAV in and out, the one loader: any rate or channel count is converted (mixed to mono, resampled once).
+
+Every file that cannot be used is a `WavError` whose message is one line naming the file, what is wrong
+with it and what to do.
+"""
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from pathlib import Path
 
 import numpy as np
 import soundfile as sf
-import soxr
 
+from adapters.contract.pcm import resample, to_mono_float32
 from audio.events import WavError
 from audio.ports import RATE
 
 
-def resample(samples: np.ndarray, rate_in: int, rate_out: int) -> np.ndarray:
-    """One-shot high-quality resampling of mono float32 audio."""
-    samples = np.asarray(samples, dtype=np.float32)
-    if rate_in == rate_out or len(samples) == 0:
-        return samples
-    return np.asarray(soxr.resample(samples, rate_in, rate_out), dtype=np.float32)
-
-
-def to_float32(samples: np.ndarray) -> np.ndarray:
-    """int16 PCM (Piper's output) or float audio as float32 in [-1, 1]."""
-    array = np.asarray(samples)
-    if array.dtype == np.int16:
-        return array.astype(np.float32) / 32768.0
-    return array.astype(np.float32, copy=False)
-
-
 def load_wav(path: str | Path, rate: int = RATE) -> np.ndarray:
-    """Read a sound file as mono float32 at `rate`; a missing or corrupt file raises WavError naming it."""
+    """Read a sound file as mono float32 at `rate`; an unusable file raises WavError naming it."""
     path = Path(path)
-    if not path.is_file():
-        raise WavError(f"WAV file not found: {path}")
+    _check_path(path)
     try:
         data, file_rate = sf.read(str(path), dtype="float32", always_2d=True)
     except (sf.LibsndfileError, RuntimeError, ValueError, TypeError) as error:
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise WavError(f"cannot read WAV file {path}: {reason} (re-export it as PCM WAV)") from error
+        raise WavError(f"cannot read WAV file {path}: {_reason(error)}; re-export it as 16-bit PCM WAV") from None
     if data.shape[0] == 0:
-        raise WavError(f"WAV file {path} holds no audio")
-    mono = data.mean(axis=1) if data.shape[1] > 1 else data[:, 0]
-    return resample(mono, int(file_rate), rate)
+        raise WavError(f"WAV file {path} holds no audio; record or export at least a moment of sound")
+    if not np.isfinite(data).all():
+        raise WavError(f"WAV file {path} holds NaN or infinite samples; re-export it as 16-bit PCM WAV")
+    return resample(to_mono_float32(data), int(file_rate), rate)
 
 
 def save_wav(path: str | Path, samples: np.ndarray, rate: int) -> None:
     """Write mono audio as 16-bit PCM WAV."""
     clipped = np.clip(np.asarray(samples, dtype=np.float32), -1.0, 1.0)
     sf.write(str(path), clipped, rate, subtype="PCM_16")
+
+
+def _check_path(path: Path) -> None:
+    """Say exactly why a path is not a readable file: missing, a directory, a link loop, no permission."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise WavError(f"WAV file not found: {path}; check the path") from None
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise WavError(f"WAV path {path} is a symbolic link loop; point the link at a real file") from None
+        raise WavError(f"cannot open WAV file {path}: {error.strerror}; check the path and its permissions") from None
+    if stat.S_ISDIR(mode):
+        raise WavError(f"WAV path {path} is a directory, not a file; give the path of a .wav file")
+    if not stat.S_ISREG(mode):
+        raise WavError(f"WAV path {path} is not a regular file; give the path of a .wav file")
+    if not os.access(path, os.R_OK):
+        raise WavError(f"cannot open WAV file {path}: permission denied; check its permissions")
+
+
+def _reason(error: Exception) -> str:
+    """libsndfile's own words for what is wrong, on one line."""
+    text = str(getattr(error, "error_string", "") or error)
+    return " ".join(text.split()) or type(error).__name__

@@ -7,6 +7,7 @@ import asyncio
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from adapters.contract import LlmAdapter
 from desktop.errors import BadInput
@@ -14,10 +15,18 @@ from engine.conversation import VERSION
 from engine.journal import JournalCorrupt
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT = 0, 1, 2
+MAX_SOAK = 10_000  # barge-in cycles: hours of soak already; more is a typo
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its complaint on one line: the usage is one `--help` away, not printed above it."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message}; see {self.prog} --help\n")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="parley", description="A voice companion that stops when you talk.")
+    parser = _Parser(prog="parley", description="A voice companion that stops when you talk.")
     parser.add_argument("--version", action="version", version=f"parley {VERSION}")
     commands = parser.add_subparsers(dest="command")
     demo = commands.add_parser("demo", help="the engine alone: the embedded LLM, a silent speaker, a barge-in")
@@ -50,8 +59,10 @@ def _parser() -> argparse.ArgumentParser:
 def _bench(args: argparse.Namespace) -> int:
     from desktop.bench.runner import Options, run_bench
 
-    if args.soak is not None and args.soak < 1:
-        raise BadInput(f"--soak {args.soak}: give a number of cycles >= 1, e.g. --soak 200")
+    if args.soak is not None and not 1 <= args.soak <= MAX_SOAK:
+        raise BadInput(f"--soak {args.soak} is out of range; give a number of cycles from 1 to {MAX_SOAK}, e.g. 200")
+    if args.json is not None:
+        _check_out_file(args.json, "--json")
     return run_bench(Options(soak=args.soak, json=args.json, devices=args.devices, quick=args.quick))
 
 
@@ -84,7 +95,6 @@ def _self_test(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from desktop.config import load, with_llm
-    from desktop.pipeline.run import run_session
     from desktop.scenario import load_scenario, scenario_path
 
     config = with_llm(
@@ -96,6 +106,10 @@ def _run(args: argparse.Namespace) -> int:
         idle_timeout=args.idle_timeout,
     )
     scenario = load_scenario(scenario_path(args.fixture)) if args.fixture else None  # or a bundled one
+    _check_out_dir(args.out)  # all of the input is checked before any model loads
+
+    from desktop.pipeline.run import run_session
+
     print(asyncio.run(run_session(scenario, args.text or [], config, args.out, args.fast)))
     print(f"wrote {args.out / 'journal.jsonl'}, {args.out / 'output.wav'}, {args.out / 'report.json'}")
     return EXIT_OK
@@ -108,10 +122,30 @@ def _demo(args: argparse.Namespace) -> int:
     async def go() -> str:
         return await run_demo(_local_llm(), args.out, MonotonicClock())
 
-    args.out.mkdir(parents=True, exist_ok=True)
+    _check_out_dir(args.out)
     print(asyncio.run(go()))
     print(f"journal: {args.out / 'journal.jsonl'}")
     return EXIT_OK
+
+
+def _check_out_dir(out: Path) -> None:
+    """The output directory exists (created if need be) and takes files, or one line says why not."""
+    from desktop.paths import out_dir_problem
+
+    problem = out_dir_problem(out)
+    if problem is not None:
+        raise BadInput(f"--out {out} {problem}; give a directory Parley can write to")
+
+
+def _check_out_file(path: Path, flag: str) -> None:
+    """A file written at the end of a long run: find out now whether it can be written."""
+    from desktop.paths import out_dir_problem
+
+    if path.is_dir():
+        raise BadInput(f"{flag} {path} is a directory; give a file path, e.g. {flag} bench.json")
+    problem = out_dir_problem(path.parent)
+    if problem is not None:
+        raise BadInput(f"{flag} {path}: its directory {path.parent} {problem}; give a writable file path")
 
 
 def _local_llm() -> LlmAdapter:
@@ -146,7 +180,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _bad_input() -> tuple[type[Exception], ...]:
     """Every error that means "your input is wrong", not "Parley is broken"."""
-    from adapters.asr.wav import AudioFileError
     from adapters.llm.models import ModelError
     from audio.events import AudioError
     from desktop.config import ConfigError
@@ -159,7 +192,6 @@ def _bad_input() -> tuple[type[Exception], ...]:
         ScenarioError,
         ModelError,
         AudioError,
-        AudioFileError,
     )
 
 

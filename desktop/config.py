@@ -6,6 +6,7 @@ The API key is never part of this structure: it comes from PARLEY_LLM_API_KEY or
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from collections.abc import Mapping
@@ -13,9 +14,11 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+import httpx
 import platformdirs
 
 from desktop.errors import BadInput
+from desktop.paths import file_problem
 
 APP = "parley"
 
@@ -69,6 +72,40 @@ class Config:
         }
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """The range a number must lie in; NaN and infinity never do."""
+
+    low: float
+    high: float
+    what: str
+    example: str
+    low_open: bool = False
+    high_open: bool = False
+
+    def holds(self, value: float) -> bool:
+        if not math.isfinite(value):
+            return False
+        above = value > self.low if self.low_open else value >= self.low
+        return above and (value < self.high if self.high_open else value <= self.high)
+
+    def fix(self, name: str) -> str:
+        low, high = f"{'>' if self.low_open else '>='} {self.low:g}", f"{'<' if self.high_open else '<='} {self.high:g}"
+        return f"give {self.what} {low} and {high}, e.g. {name} {self.example}"
+
+
+NUMBERS = {
+    ("llm", "retries"): Bounds(0, 100, "a whole number", "3"),
+    ("llm", "idle_timeout"): Bounds(0, 3600, "a number of seconds", "20", low_open=True),
+    ("llm", "connect_timeout"): Bounds(0, 600, "a number of seconds", "5", low_open=True),
+    ("audio", "vad_threshold"): Bounds(0, 1, "a number", "0.5", low_open=True, high_open=True),
+    ("audio", "min_speech_ms"): Bounds(1, 10_000, "a whole number of milliseconds", "64"),
+    ("audio", "min_silence_ms"): Bounds(1, 10_000, "a whole number of milliseconds", "600"),
+    ("audio", "false_interruption_window_ms"): Bounds(1, 60_000, "a whole number of milliseconds", "2500"),
+}
+FLAGS = {"provider": "--llm", "base_url": "--llm-base-url", "model": "--llm-model", "retries": "--retries",
+         "idle_timeout": "--idle-timeout"}  # fmt: skip
+
 ENV = {
     "PARLEY_LLM": ("llm", "provider"),
     "PARLEY_LLM_BASE_URL": ("llm", "base_url"),
@@ -87,30 +124,52 @@ def data_dir() -> Path:
 
 
 def load(path: Path | None = None, env: Mapping[str, str] = os.environ) -> Config:
-    """Defaults, overlaid by the file (if it exists), overlaid by the environment."""
-    path = path or Path(env.get("PARLEY_CONFIG", "") or default_path())
-    raw = _read(path) if path.exists() else {}
-    config = _merge(Config(), raw, str(path))
+    """Defaults, overlaid by the file, overlaid by the environment.
+
+    A file the user named (`path`, or $PARLEY_CONFIG when set) must be readable; only the default file in the
+    user config dir may be absent.
+    """
+    file, where, fix = _which_file(path, env)
+    present = fix is not None or file.exists() or file.is_symlink()
+    raw = _read(file, where, fix or "fix it or move it aside") if present else {}
+    config = validate(_merge(Config(), raw, where), where)
     for name, (section, key) in ENV.items():
         if env.get(name):
-            config = _merge(config, {section: {key: env[name]}}, f"${name}")
-    return validate(config, str(path))
+            config = validate(_merge(config, {section: {key: env[name]}}, f"${name}"), f"${name}")
+    return config
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _which_file(path: Path | None, env: Mapping[str, str]) -> tuple[Path, str, str | None]:
+    """The config file, how messages name it, and the fix if it is unusable (None: the optional default)."""
+    if path is not None:
+        return path, str(path), "check the --config path"
+    if env.get("PARLEY_CONFIG"):
+        return Path(env["PARLEY_CONFIG"]), f"{env['PARLEY_CONFIG']} (from $PARLEY_CONFIG)", "fix or unset PARLEY_CONFIG"
+    return default_path(), str(default_path()), None
+
+
+def _read(path: Path, shown: str, fix: str) -> dict[str, Any]:
+    problem = file_problem(path)
+    if problem is not None:
+        raise ConfigError(f"{shown}: the config file {problem}; {fix}")
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{path}: not valid TOML ({error}); fix the file or move it aside") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(f"{path}: cannot be read ({error}); check its permissions and encoding") from None
+        raise ConfigError(f"{shown}: not valid TOML ({error}); fix the file or move it aside") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{shown}: not UTF-8 text (byte {error.start}); save the file as UTF-8") from None
+    except OSError as error:
+        raise ConfigError(f"{shown}: cannot be read ({error.strerror}); {fix}") from None
 
 
 def _merge(config: Config, raw: Mapping[str, Any], where: str) -> Config:
     sections = {f.name: getattr(config, f.name) for f in fields(config)}
     for name, values in raw.items():
-        if name not in sections or not isinstance(values, Mapping):
+        if name not in sections:
             raise ConfigError(f"{where}: unknown section [{name}]; known: {', '.join(sections)}")
+        if not isinstance(values, Mapping):
+            shown = repr(values)[:40]
+            raise ConfigError(f"{where}: {name} = {shown} must be a table: write [{name}] and its keys below it")
         sections[name] = _merge_section(sections[name], values, f"{where} [{name}]")
     return Config(**sections)
 
@@ -141,19 +200,32 @@ def _coerce(value: Any, kind: type, where: str) -> Any:
     raise ConfigError(f"{where}: expected {kind.__name__}, got {value!r}")
 
 
-def validate(config: Config, where: str) -> Config:
+def validate(config: Config, where: str, names: Mapping[str, str] | None = None) -> Config:
+    """Every value in range, or a ConfigError naming it (as `names` spells it: a flag) and the fix."""
     if config.llm.provider not in ("local", "openai"):
         raise ConfigError(f"{where}: llm provider {config.llm.provider!r} is unknown; use 'local' or 'openai'")
-    if config.llm.provider == "openai" and not config.llm.base_url.startswith(("http://", "https://")):
-        raise ConfigError(f"{where}: llm base_url {config.llm.base_url!r} must start with http:// or https://")
-    if config.llm.retries < 0 or config.llm.idle_timeout <= 0 or config.llm.connect_timeout <= 0:
-        raise ConfigError(f"{where}: llm retries must be >= 0 and timeouts > 0")
-    if not 0 < config.audio.vad_threshold < 1:
-        raise ConfigError(f"{where}: audio vad_threshold must be between 0 and 1, e.g. 0.5")
+    if config.llm.provider == "openai":
+        _check_url(config.llm.base_url, where)
+    for (section, key), bounds in NUMBERS.items():
+        value = getattr(getattr(config, section), key)
+        if not bounds.holds(value):
+            name = (names or {}).get(key) or f"[{section}] {key} ="
+            raise ConfigError(f"{where}: {name} {repr(value).removesuffix('.0')} is out of range; {bounds.fix(name)}")
     return config
+
+
+def _check_url(url: str, where: str) -> None:
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(f"{where}: llm base_url {url!r} must start with http:// or https://")
+    try:
+        host = httpx.URL(url).host
+    except httpx.InvalidURL as error:
+        raise ConfigError(f"{where}: llm base_url {url!r} is not a valid URL ({error}); fix it") from None
+    if not host:
+        raise ConfigError(f"{where}: llm base_url {url!r} names no host; e.g. https://api.openai.com/v1")
 
 
 def with_llm(config: Config, **changes: Any) -> Config:
     """Apply command-line flags (already typed by argparse) over the loaded configuration."""
     given = {k: v for k, v in changes.items() if v is not None}
-    return validate(replace(config, llm=replace(config.llm, **given)), "command line")
+    return validate(replace(config, llm=replace(config.llm, **given)), "command line", FLAGS)

@@ -11,6 +11,7 @@ import httpx
 from adapters.asr.whisper import check_model_dir, default_model_dir
 from adapters.llm.local import DEFAULT_DISTRIBUTION
 from adapters.llm.models import ModelError, find_in_distribution
+from adapters.llm.proxy import ProxySettingError, proxy_for, without_credentials
 from adapters.llm.secret import load_api_key
 from adapters.tts.piper_voice import check_voice_files, default_voice_path
 from audio.devices import list_devices
@@ -47,7 +48,7 @@ def devices_table() -> str:
 
 
 def doctor(config: Config) -> list[Check]:
-    checks: list[Callable[[Config], Check]] = [_asr, _voice, _llm, _vad, _devices, _echo, _provider]
+    checks: list[Callable[[Config], Check]] = [_asr, _voice, _llm, _vad, _devices, _echo, _proxy, _provider]
     return [check(config) for check in checks]
 
 
@@ -102,6 +103,17 @@ def _echo(config: Config) -> Check:
     return Check("echo cancellation", True, "WebRTC AEC available")
 
 
+def _proxy(config: Config) -> Check:
+    """The route to the provider, as the adapter will take it (the same function decides)."""
+    if config.llm.provider == "local":
+        return Check("LLM proxy", True, "none needed: the embedded model works offline")
+    try:
+        route = proxy_for(config.llm.base_url)
+    except (ProxySettingError, httpx.InvalidURL) as error:
+        return Check("LLM proxy", False, str(error))
+    return Check("LLM proxy", True, f"{without_credentials(config.llm.base_url)} is reached {route.shown}")
+
+
 def _provider(config: Config) -> Check:
     if config.llm.provider == "local":
         return Check("LLM provider", True, "embedded llama.cpp (offline)")
@@ -109,9 +121,20 @@ def _provider(config: Config) -> Check:
     key = load_api_key()
     headers = {"Authorization": f"Bearer {key.reveal()}"} if key else {}
     try:
-        status = httpx.get(url, headers=headers, timeout=config.llm.connect_timeout).status_code
+        route = proxy_for(url)
+    except (ProxySettingError, httpx.InvalidURL):
+        return Check("LLM provider", False, f"{url} not tried: the proxy setting is unusable (see LLM proxy)")
+    via, fix = (f" {route.shown}", "check the proxy and the base URL") if route.proxy else ("", "check the base URL")
+    try:
+        response = httpx.get(
+            url, headers=headers, timeout=config.llm.connect_timeout, proxy=route.proxy, trust_env=False
+        )
     except httpx.HTTPError as error:
-        return Check("LLM provider", False, f"{url} cannot be reached ({type(error).__name__}); check the base URL")
+        return Check("LLM provider", False, f"{url} cannot be reached{via} ({type(error).__name__}); {fix}")
+    status = response.status_code
     if status in (401, 403):
         return Check("LLM provider", False, f"{url} refused the API key; set PARLEY_LLM_API_KEY or the keyring")
+    if status == 407:
+        return Check("LLM provider", False, f"{url}: the proxy wants credentials; set {route.because} to "
+                     "http://user:password@host:port")  # fmt: skip
     return Check("LLM provider", status < 500, f"{url} answered HTTP {status}")

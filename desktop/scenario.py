@@ -5,15 +5,20 @@ Each problem is a `ScenarioError` naming the file, the entry and the fix.
 
 from __future__ import annotations
 
+import math
+import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from desktop.errors import BadInput
+from desktop.paths import file_problem
 
 SAY_KEYS = {"wav", "at", "after_reply_starts", "after_reply_ends", "push_to_talk", "text"}
 TIMING_KEYS = ("at", "after_reply_starts", "after_reply_ends")
+MAX_SECONDS = 600.0  # a fixture scenario lasts minutes; a larger time is a typo (and would record hours of silence)
+MAX_ECHO_DELAY_MS = 1000.0  # a room's echo path is tens of milliseconds
 
 
 class ScenarioError(BadInput):
@@ -45,16 +50,22 @@ class Scenario:
 
 
 def load_scenario(path: Path) -> Scenario:
-    if not path.is_file():
-        raise ScenarioError(f"{path}: no such scenario file; see assets/fixtures/ for examples")
+    problem = file_problem(path)
+    if problem is not None:
+        raise ScenarioError(f"{path}: the scenario file {problem}; see assets/fixtures/ for examples")
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise ScenarioError(f"{path}: not valid TOML ({error})") from None
+    except OSError as error:
+        raise ScenarioError(f"{path}: cannot be read ({error.strerror}); check its permissions") from None
     unknown = set(raw) - {"say", "echo"}
     if unknown:
         raise ScenarioError(f"{path}: unknown table {sorted(unknown)[0]!r}; use [[say]] and [echo]")
-    says = tuple(_say(path, n, entry) for n, entry in enumerate(raw.get("say", []), start=1))
+    entries = raw.get("say", [])
+    if not isinstance(entries, list):
+        raise ScenarioError(f"{path}: say must be an array of tables: write [[say]] above each utterance")
+    says = tuple(_say(path, n, entry) for n, entry in enumerate(entries, start=1))
     if not says:
         raise ScenarioError(f"{path}: no [[say]] entries; add at least one utterance")
     _check_order(path, says)
@@ -71,22 +82,40 @@ def _say(path: Path, n: int, entry: Any) -> Say:
     timings = [key for key in TIMING_KEYS if key in entry]
     if len(timings) != 1:
         raise ScenarioError(f"{where}: give exactly one of at, after_reply_starts, after_reply_ends")
-    seconds = entry[timings[0]]
-    if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds < 0:
-        raise ScenarioError(f"{where}: {timings[0]} must be a number of seconds >= 0 (a time in the past?)")
+    seconds = _number(entry[timings[0]], 0.0, MAX_SECONDS)
+    if seconds is None:
+        raise ScenarioError(
+            f"{where}: {timings[0]} = {entry[timings[0]]!r} is not a time; give a number of seconds from 0 to"
+            f" {MAX_SECONDS:g} (a time in the past, or a typo?)"
+        )
+    push_to_talk = entry.get("push_to_talk", False)
+    if not isinstance(push_to_talk, bool):
+        raise ScenarioError(f"{where}: push_to_talk = {push_to_talk!r}; write true or false")
     wav, text = _source(path, where, entry)
-    return Say(wav, text, timings[0], float(seconds), bool(entry.get("push_to_talk", False)))
+    return Say(wav, text, timings[0], seconds, push_to_talk)
+
+
+def _number(value: Any, low: float, high: float) -> float | None:
+    """`value` as a float if it is a finite number in [low, high] (not a bool, NaN or infinity); else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and low <= value <= high else None
 
 
 def _source(path: Path, where: str, entry: dict[str, Any]) -> tuple[Path | None, str | None]:
     if ("wav" in entry) == ("text" in entry):
         raise ScenarioError(f"{where}: give exactly one of wav (spoken) or text (typed)")
     if "text" in entry:
-        return None, str(entry["text"])
-    wav = (path.parent / str(entry["wav"])).resolve()
-    if not wav.is_file():
-        raise ScenarioError(f"{where}: WAV file {wav} does not exist; paths are relative to the scenario file")
-    return wav, None
+        if not isinstance(entry["text"], str) or not entry["text"].strip():
+            raise ScenarioError(f'{where}: text must be the words typed, e.g. text = "what time is it"')
+        return None, entry["text"]
+    if not isinstance(entry["wav"], str) or not entry["wav"]:
+        raise ScenarioError(f'{where}: wav must be the path of a WAV file, e.g. wav = "question.wav"')
+    wav = Path(os.path.abspath(path.parent / entry["wav"]))
+    problem = file_problem(wav)
+    if problem is not None:
+        raise ScenarioError(f"{where}: WAV file {wav} {problem}; paths are relative to the scenario file")
+    return wav.resolve(), None
 
 
 def _check_order(path: Path, says: tuple[Say, ...]) -> None:
@@ -103,12 +132,19 @@ def _check_order(path: Path, says: tuple[Say, ...]) -> None:
 def _echo(path: Path, raw: Any) -> Echo | None:
     if raw is None:
         return None
-    if not isinstance(raw, dict) or set(raw) - {"gain", "delay_ms"}:
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{path}: echo must be a table: write [echo] with gain and delay_ms below it")
+    if set(raw) - {"gain", "delay_ms"}:
         raise ScenarioError(f"{path}: [echo] takes only gain and delay_ms")
-    gain, delay = raw.get("gain", 0.4), raw.get("delay_ms", 40)
-    if not (isinstance(gain, int | float) and 0 <= gain <= 2 and isinstance(delay, int | float) and delay >= 0):
-        raise ScenarioError(f"{path}: [echo] gain must be 0..2 and delay_ms >= 0")
-    return Echo(float(gain), float(delay))
+    gain, delay = _number(raw.get("gain", 0.4), 0.0, 2.0), _number(raw.get("delay_ms", 40), 0.0, MAX_ECHO_DELAY_MS)
+    if gain is None:
+        raise ScenarioError(f"{path}: [echo] gain = {raw['gain']!r}; give a number from 0 to 2, e.g. gain = 0.4")
+    if delay is None:
+        raise ScenarioError(
+            f"{path}: [echo] delay_ms = {raw['delay_ms']!r}; give milliseconds from 0 to {MAX_ECHO_DELAY_MS:g},"
+            " e.g. delay_ms = 40"
+        )
+    return Echo(gain, delay)
 
 
 def scenario_path(path: Path) -> Path:

@@ -15,8 +15,48 @@ def _write(tmp_path: Path, text: str) -> Path:
     return path
 
 
-def test_defaults_when_there_is_no_file(tmp_path: Path) -> None:
-    assert load(tmp_path / "absent.toml", env={}) == Config()
+@pytest.fixture
+def no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty user config dir: the default config file is absent."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    return tmp_path / "xdg" / "parley" / "config.toml"
+
+
+def test_defaults_when_there_is_no_file(no_user_config: Path) -> None:
+    assert not no_user_config.exists()
+    assert load(env={}) == Config()
+    assert load(env={"PARLEY_CONFIG": ""}) == Config()
+
+
+def test_the_default_file_is_read_when_present(no_user_config: Path) -> None:
+    no_user_config.parent.mkdir(parents=True)
+    no_user_config.write_text("[llm]\nretries = 7\n")
+    assert load(env={}).llm.retries == 7
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory", "loop", "not utf-8"])
+@pytest.mark.parametrize("named_by", ["--config", "PARLEY_CONFIG"])
+def test_a_named_config_that_cannot_be_read_is_an_error(
+    no_user_config: Path, tmp_path: Path, kind: str, named_by: str
+) -> None:
+    path = tmp_path / "named.toml"
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "loop":
+        path.symlink_to(path)
+    elif kind == "not utf-8":
+        path.write_bytes(b"[llm]\nmodel = '\xff'\n")
+    with pytest.raises(ConfigError) as caught:
+        load(path, env={}) if named_by == "--config" else load(env={"PARLEY_CONFIG": str(path)})
+    message = str(caught.value)
+    wording = {"missing": "does not exist", "directory": "is a directory", "loop": "is a symbolic link loop"}
+    if kind == "not utf-8":
+        assert "not UTF-8 text (byte 15); save the file as UTF-8" in message
+    else:
+        assert f"the config file {wording[kind]}" in message
+        assert ("check the --config path" if named_by == "--config" else "fix or unset PARLEY_CONFIG") in message
+    assert str(path) in message
+    assert "\n" not in message
 
 
 def test_file_then_environment_then_flags(tmp_path: Path) -> None:
@@ -35,7 +75,21 @@ def test_file_then_environment_then_flags(tmp_path: Path) -> None:
         ("[llm]\nretries='many'\n", "expected int"),
         ("[llm]\nprovider='gpt'\n", "use 'local' or 'openai'"),
         ("[llm]\nprovider='openai'\nbase_url='ftp://x'\n", "must start with http"),
-        ("[audio]\nvad_threshold=3\n", "between 0 and 1"),
+        ("[audio]\nvad_threshold=3\n", "vad_threshold = 3 is out of range; give a number > 0 and < 1"),
+        ("[audio]\nvad_threshold=nan\n", "vad_threshold = nan is out of range"),
+        ("[audio]\nmin_speech_ms=-5\n", "min_speech_ms = -5 is out of range; give a whole number of milliseconds"),
+        ("[audio]\nmin_silence_ms=0\n", "min_silence_ms = 0 is out of range"),
+        ("[audio]\nfalse_interruption_window_ms=-1\n", "false_interruption_window_ms = -1 is out of range"),
+        ("[llm]\nidle_timeout=nan\n", "idle_timeout = nan is out of range; give a number of seconds > 0"),
+        ("[llm]\nidle_timeout=inf\n", "idle_timeout = inf is out of range"),
+        ("[llm]\nconnect_timeout=-inf\n", "connect_timeout = -inf is out of range"),
+        ("[llm]\nconnect_timeout=0\n", "connect_timeout = 0 is out of range"),
+        ("[llm]\nretries=-1\n", "retries = -1 is out of range; give a whole number >= 0"),
+        ("[llm]\nretries=99999999999\n", "retries = 99999999999 is out of range"),
+        ("llm = 5\n", "llm = 5 must be a table: write [llm]"),
+        ("[llm]\nprovider='openai'\nbase_url='http://[::1/v1'\n", "is not a valid URL"),
+        ("[llm]\nprovider='openai'\nbase_url='https://'\n", "names no host"),
+        ("audio = 'loud'\n", "audio = 'loud' must be a table"),
     ],
 )
 def test_a_malformed_config_is_one_line_naming_the_problem(tmp_path: Path, text: str, needle: str) -> None:
@@ -48,6 +102,21 @@ def test_a_malformed_config_is_one_line_naming_the_problem(tmp_path: Path, text:
     assert str(path) in message
 
 
-def test_the_summary_holds_no_secret(tmp_path: Path) -> None:
-    summary = load(tmp_path / "none.toml", env={"PARLEY_LLM_API_KEY": "sk-secret"}).summary()
+@pytest.mark.parametrize(
+    ("flags", "needle"),
+    [
+        ({"idle_timeout": float("nan")}, "--idle-timeout nan is out of range; give a number of seconds > 0"),
+        ({"idle_timeout": float("inf")}, "--idle-timeout inf is out of range"),
+        ({"idle_timeout": 0.0}, "--idle-timeout 0 is out of range"),
+        ({"retries": -1}, "--retries -1 is out of range; give a whole number >= 0 and <= 100, e.g. --retries 3"),
+    ],
+)
+def test_a_bad_flag_is_named_as_the_flag(flags: dict[str, float], needle: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        with_llm(Config(), **flags)
+    assert needle in str(caught.value)
+
+
+def test_the_summary_holds_no_secret(no_user_config: Path) -> None:
+    summary = load(env={"PARLEY_LLM_API_KEY": "sk-secret"}).summary()
     assert "sk-secret" not in repr(summary)

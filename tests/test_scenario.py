@@ -11,6 +11,9 @@ from desktop.scenario import ScenarioError, load_scenario
 
 def _scenario(tmp_path: Path, text: str) -> Path:
     (tmp_path / "hello.wav").write_bytes(b"RIFF")
+    (tmp_path / "folder.wav").mkdir()
+    (tmp_path / "loop.wav").symlink_to(tmp_path / "loop2.wav")
+    (tmp_path / "loop2.wav").symlink_to(tmp_path / "loop.wav")
     path = tmp_path / "s.toml"
     path.write_text(text)
     return path
@@ -42,8 +45,37 @@ def test_a_full_scenario_parses(tmp_path: Path) -> None:
         ('[[say]]\nwav = "hello.wav"\nafter_reply_ends = 1\n', "no reply before it"),
         ("[mic]\nx = 1\n", "unknown table 'mic'"),
         ("[[say]\n", "not valid TOML"),
+        ('[[say]]\nwav = "hello.wav"\nat = nan\n', "at = nan is not a time"),
+        ('[[say]]\nwav = "hello.wav"\nat = inf\n', "at = inf is not a time"),
+        ('[[say]]\nwav = "hello.wav"\nat = 1e9\n', "from 0 to 600"),
+        ('[[say]]\nwav = "hello.wav"\nat = true\n', "at = True is not a time"),
+        ('[[say]]\nwav = "hello.wav"\nat = 0\n[[say]]\ntext = "x"\nafter_reply_ends = -inf\n', "not a time"),
+        ('[[say]]\nwav = "hello.wav"\nat = 0\n[echo]\ngain = nan\n', "gain = nan; give a number from 0 to 2"),
+        ('[[say]]\nwav = "hello.wav"\nat = 0\n[echo]\ndelay_ms = inf\n', "delay_ms = inf; give milliseconds"),
+        ('[[say]]\nwav = "hello.wav"\nat = 0\n[echo]\ndelay_ms = -1\n', "delay_ms = -1"),
+        ('[[say]]\nwav = "hello.wav"\nat = 0\necho = 5\n', "unknown key 'echo'"),
+        ('echo = 5\n[[say]]\nwav = "hello.wav"\nat = 0\n', "echo must be a table"),
+        ("say = 5\n", "say must be an array of tables"),
+        ("[[say]]\nwav = 5\nat = 0\n", "wav must be the path of a WAV file"),
+        ('[[say]]\ntext = ""\nat = 0\n', "text must be the words typed"),
+        ('[[say]]\nwav = "hello.wav"\nat = 0\npush_to_talk = "yes"\n', "write true or false"),
+        ('[[say]]\nwav = "folder.wav"\nat = 0\n', "folder.wav is a directory, not a file"),
+        ('[[say]]\nwav = "loop.wav"\nat = 0\n', "loop.wav is a symbolic link loop"),
     ],
 )
 def test_bad_scenarios_name_the_problem(tmp_path: Path, text: str, needle: str) -> None:
     with pytest.raises(ScenarioError, match=needle):
         load_scenario(_scenario(tmp_path, text))
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory", "loop"])
+def test_an_unusable_scenario_path_says_what_it_is(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "s.toml"
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "loop":
+        path.symlink_to(path)
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    wording = {"missing": "does not exist", "directory": "is a directory", "loop": "is a symbolic link loop"}[kind]
+    assert f"{path}: the scenario file {wording}" in str(caught.value)

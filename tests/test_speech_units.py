@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from adapters.asr.incremental import IncrementalTranscriber
-from adapters.asr.resample import resample, to_mono_float32
 from adapters.contract.cancel import CancelSignal, User
+from adapters.contract.pcm import resample, to_mono_float32
 from adapters.contract.speech_io import ASR_SAMPLE_RATE
 from adapters.contract.workers import Worker
 from adapters.testing_speech import FakeTranscriber

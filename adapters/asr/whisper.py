@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from adapters.asr import guard
-from adapters.asr.resample import resample, to_mono_float32
 from adapters.contract.cancel import CancelSignal
+from adapters.contract.pcm import resample, to_mono_float32
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Transcript, Word
 from adapters.contract.workers import Worker
 from adapters.llm.models import ModelError, ModelNotFound, find_in_distribution

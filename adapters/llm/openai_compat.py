@@ -19,6 +19,7 @@ from adapters.contract import CancelSignal, GenerateOptions, LlmError, LlmFailur
 from adapters.contract.llm import ABORTED, INVALID_REQUEST, PROTOCOL, TRANSPORT
 from adapters.llm.failures import body_info, describe, request_id, scrub, status_failure
 from adapters.llm.openai_wire import StreamState, WireError, build_body
+from adapters.llm.proxy import ProxyChoice, ProxySettingError, proxy_for
 from adapters.llm.secret import Secret
 from adapters.llm.sse import SseDecoder, SseError, SseEvent
 from adapters.llm.transport import CancelRequested, next_bytes, transport_failure, until_cancelled
@@ -67,12 +68,14 @@ class OpenAICompatAdapter:
     async def stream(self, options: GenerateOptions, signal: CancelSignal) -> AsyncGenerator[StreamChunk, None]:
         """Yield the provider's chunks; transport/protocol failures and cancel are raised as LlmError."""
         body = self._prepare(options, signal)
+        route = self._route()
         try:
-            async with self._client() as client, aclosing(self._chunks(client, body, signal)) as chunks:
+            async with self._client(route.proxy) as client, aclosing(self._chunks(client, body, signal)) as chunks:
                 async for chunk in chunks:
                     yield chunk
         except httpx.HTTPError as exc:
-            raise LlmError(self._scrub(transport_failure(exc, self._where, self._idle_timeout))) from None
+            via = f"; tried {route.shown}" if route.proxy else ""
+            raise LlmError(self._scrub(transport_failure(exc, self._where, self._idle_timeout, via))) from None
         except CancelRequested:
             raise LlmError(
                 LlmFailure(describe(*self._where, "cancelled; the connection was closed"), ABORTED)
@@ -89,11 +92,23 @@ class OpenAICompatAdapter:
         except WireError as exc:
             self._fail(INVALID_REQUEST, str(exc))
 
-    def _client(self) -> httpx.AsyncClient:
+    def _route(self) -> ProxyChoice:
+        """The proxy the environment names for this URL (an explicit transport would ignore it), or direct."""
+        try:
+            route = proxy_for(self._url)
+        except ProxySettingError as exc:
+            self._fail(INVALID_REQUEST, str(exc))
+        except httpx.InvalidURL as exc:
+            self._fail(INVALID_REQUEST, f"the base URL is not valid ({exc})")
+        log.debug("%s: %s", self._provider, route.shown)  # never the proxy's credentials
+        return route
+
+    def _client(self, proxy: str | None) -> httpx.AsyncClient:
+        """One attempt, no retries: retries=0 on the one transport, and no environment lookups behind our back."""
         if self._ssl is None:
             self._ssl = httpx.create_ssl_context()  # loading CA certificates is slow: once per adapter
-        transport = httpx.AsyncHTTPTransport(retries=0, verify=self._ssl)
-        return httpx.AsyncClient(transport=transport, timeout=self._timeout, follow_redirects=False)
+        transport = httpx.AsyncHTTPTransport(retries=0, verify=self._ssl, proxy=proxy)
+        return httpx.AsyncClient(transport=transport, timeout=self._timeout, follow_redirects=False, trust_env=False)
 
     async def _chunks(
         self, client: httpx.AsyncClient, body: bytes, signal: CancelSignal

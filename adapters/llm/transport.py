@@ -45,10 +45,11 @@ async def next_bytes(body: AsyncIterator[bytes]) -> bytes | None:
         return None
 
 
-def transport_failure(exc: httpx.HTTPError, where: tuple[str, str], idle_timeout: float) -> LlmFailure:
-    """Name what broke below the protocol; never quote a request (its headers hold the key)."""
+def transport_failure(exc: httpx.HTTPError, where: tuple[str, str], idle_timeout: float, via: str = "") -> LlmFailure:
+    """Name what broke below the protocol (and the proxy it went through); never quote a request (its headers
+    hold the key)."""
     code, what = _classify(exc, idle_timeout)
-    return LlmFailure(message=describe(*where, what), code=code)
+    return LlmFailure(message=describe(*where, what + via), code=code)
 
 
 def _classify(exc: httpx.HTTPError, idle_timeout: float) -> tuple[str, str]:
@@ -63,6 +64,8 @@ def _classify(exc: httpx.HTTPError, idle_timeout: float) -> tuple[str, str]:
         return INVALID_REQUEST, "the URL scheme is not supported; use http:// or https://"
     if isinstance(exc, httpx.LocalProtocolError):
         return INVALID_REQUEST, "the request could not be encoded as HTTP"
+    if isinstance(exc, httpx.ProxyError):
+        return TRANSPORT, f"the proxy refused or failed ({detail}); check HTTP(S)_PROXY, ALL_PROXY and NO_PROXY"
     if isinstance(exc, httpx.ConnectError):
         return TRANSPORT, f"cannot connect ({detail})"
     if isinstance(exc, httpx.RemoteProtocolError):

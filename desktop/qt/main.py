@@ -51,7 +51,7 @@ def run_app(argv: list[str] | None = None) -> int:
 def _config(args: argparse.Namespace) -> tuple[Config, Path, Problem | None]:
     path = args.config or Path(os.environ.get("PARLEY_CONFIG", "") or default_path())
     try:
-        return load(path), path, None
+        return load(args.config), path, None  # a missing default file means defaults; a named one is an error
     except ConfigError as error:
         return Config(), path, bad_config(str(error))
 

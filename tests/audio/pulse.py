@@ -1,16 +1,23 @@
 """A private PulseAudio for the real-device tests, in its own runtime dir (never the desktop's sound server),
 with two null sinks per test session: `speaker_<pid>` (what the player plays) and `micwire_<pid>` (whose monitor
-is the microphone). Idempotent and safe for concurrent sessions: the server is started if none answers and is
-left running (it is shared); each session loads, and at the end unloads, only its own sinks and modules.
+is the microphone). Safe for concurrent sessions: the server is started if none answers; each session loads, and
+at the end unloads, only its own sinks and modules. The session that started the server stops it at its end,
+unless another session is still using it then (its sinks are loaded or its clients connected); a server this
+session did not start is always left running. A lock file orders these decisions between sessions.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import re
 import shutil
+import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +28,8 @@ APT = "apt-get install -y pulseaudio pulseaudio-utils libasound2-plugins libport
 SPEAKER = f"speaker_{os.getpid()}"
 MICWIRE = f"micwire_{os.getpid()}"
 SINKS = (SPEAKER, MICWIRE)
-RUNTIME = Path(f"/tmp/parley-pulse-{os.getuid()}")
+RUNTIME = Path(os.environ.get("PARLEY_PULSE_RUNTIME") or f"/tmp/parley-pulse-{os.getuid()}")
+SESSION_SINK = re.compile(r"(?:speaker|micwire)_(\d+)")
 
 
 def pactl(*args: str, check: bool = True) -> str:
@@ -50,6 +58,7 @@ class Pulse:
     micwire: str = MICWIRE
     modules: list[str] = field(default_factory=list)
     keepers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    started: int | None = None  # the server's pid when this session started it
 
     def load(self, *args: str) -> str:
         module = pactl("load-module", *args).strip()
@@ -70,15 +79,17 @@ def start() -> Pulse:
     os.environ["XDG_RUNTIME_DIR"] = str(RUNTIME)
     os.environ.pop("PULSE_SERVER", None)
     pulse = Pulse()
-    if not _running():
-        subprocess.run(
-            ["pulseaudio", "--daemonize=yes", "--exit-idle-time=-1", "--disallow-exit", "-n",
-             "--load=module-native-protocol-unix"],
-            capture_output=True, timeout=20, check=True,
-        )  # fmt: skip
-        _poll(_running, 10, "the server to answer")
-    for sink in SINKS:
-        pulse.load("module-null-sink", f"sink_name={sink}")
+    with _decisions():  # another session's stop() must not find the server unused between start and our sinks
+        if not _running():
+            subprocess.run(
+                ["pulseaudio", "--daemonize=yes", "--exit-idle-time=-1", "--disallow-exit", "-n",
+                 "--load=module-native-protocol-unix"],
+                capture_output=True, timeout=20, check=True,
+            )  # fmt: skip
+            _poll(_running, 10, "the server to answer")
+            pulse.started = server_pid()
+        for sink in SINKS:
+            pulse.load("module-null-sink", f"sink_name={sink}")
     # a null sink renders in 2 s blocks unless a client asks for low latency: keep one asking on each monitor
     for sink in SINKS:
         pulse.keepers.append(subprocess.Popen(
@@ -104,11 +115,79 @@ def sink_latencies_us() -> dict[str, int]:
 
 
 def stop(pulse: Pulse) -> None:
+    """Stop our keepers, unload our modules, and stop the server if we started it and nobody else uses it."""
     for keeper in pulse.keepers:
         keeper.terminate()
         keeper.wait(timeout=10)
     for module in reversed(pulse.modules):
         pulse.unload(module)
+    if pulse.started is None:
+        return  # another session's server: never ours to stop
+    with _decisions():
+        if server_pid() == pulse.started and not _used_by_others():
+            _stop_server(pulse.started)
+
+
+def server_pid() -> int | None:
+    """The pid of the server answering in RUNTIME, from its pid file (None if there is none)."""
+    try:
+        return int((RUNTIME / "pulse" / "pid").read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+@contextlib.contextmanager
+def _decisions() -> Iterator[None]:
+    """One session at a time decides to start, join or stop the server."""
+    with (RUNTIME / "parley-tests.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _used_by_others() -> bool:
+    """Another live session's sinks are loaded, or a client that is not this process or its child is connected."""
+    modules = pactl("list", "short", "modules", check=False)
+    owners = {int(pid) for pid in SESSION_SINK.findall(modules)} - {os.getpid()}
+    if any(_alive(pid) for pid in owners):
+        return True
+    clients = re.findall(r'application\.process\.id = "(\d+)"', pactl("list", "clients", check=False))
+    return any(not _ours(int(pid)) for pid in clients)
+
+
+def _ours(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # gone already: it uses nothing
+    return int(stat.rpartition(")")[2].split()[1]) == os.getpid()
+
+
+def _alive(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists()
+
+
+def _stop_server(pid: int) -> None:
+    """SIGTERM to the server we started (checked to be pulseaudio still), then wait until it has gone."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return
+    if b"pulseaudio" not in command:
+        return  # the pid was reused: not our server
+    os.kill(pid, signal.SIGTERM)
+    _poll(lambda: not _alive(pid) or _zombie(pid), 10, "the server we started to exit")
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z"
+    except OSError:
+        return True
 
 
 class Recorder:

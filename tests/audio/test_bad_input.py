@@ -7,7 +7,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -120,13 +122,51 @@ def test_a_wav_of_another_rate_and_channel_count_is_converted(tmp_path: Path, us
     assert np.corrcoef(converted[:n], user_speech[:n])[0, 1] > 0.99
 
 
-def test_a_corrupt_wav_names_the_file(tmp_path: Path) -> None:
-    path = tmp_path / "broken.wav"
-    path.write_bytes(b"RIFF\x10\x00\x00\x00WAVEfmt garbage that is not audio")
-    with pytest.raises(WavError, match=r"cannot read WAV file .*broken\.wav"):
-        load_wav(path)
-    with pytest.raises(WavError, match=r"WAV file not found: .*missing\.wav"):
-        load_wav(tmp_path / "missing.wav")
+def _loop(tmp_path: Path) -> Path:
+    (tmp_path / "a.wav").symlink_to(tmp_path / "b.wav")
+    (tmp_path / "b.wav").symlink_to(tmp_path / "a.wav")
+    return tmp_path / "a.wav"
+
+
+def _nan(tmp_path: Path) -> Path:
+    sf.write(str(tmp_path / "nan.wav"), np.array([0.1, np.nan, 0.2], dtype=np.float32), 16000, subtype="FLOAT")
+    return tmp_path / "nan.wav"
+
+
+def _file(name: str, content: bytes) -> Callable[[Path], Path]:
+    def make(tmp_path: Path) -> Path:
+        (tmp_path / name).write_bytes(content)
+        return tmp_path / name
+
+    return make
+
+
+def _directory(tmp_path: Path) -> Path:
+    (tmp_path / "x.wav").mkdir()
+    return tmp_path / "x.wav"
+
+
+@pytest.mark.parametrize(
+    ("make", "pattern"),
+    [
+        (lambda tmp_path: tmp_path / "missing.wav", r"WAV file not found: .*missing\.wav; check the path"),
+        (_file("broken.wav", b"RIFF\x10\x00\x00\x00WAVEfmt garbage"), r"cannot read WAV file .*broken\.wav: .*16-bit"),
+        (_directory, r"WAV path .*x\.wav is a directory, not a file"),
+        (_loop, r"WAV path .*a\.wav is a symbolic link loop"),
+        (_nan, r"WAV file .*nan\.wav holds NaN or infinite samples"),
+    ],
+    ids=["missing", "corrupt", "directory", "symlink-loop", "nan-samples"],
+)
+def test_an_unusable_wav_is_one_line_naming_the_file_and_the_fix(tmp_path: Path, make: Any, pattern: str) -> None:
+    with pytest.raises(WavError, match=pattern) as caught:
+        load_wav(make(tmp_path))
+    assert "\n" not in str(caught.value)
+
+
+def test_an_empty_wav_says_it_holds_no_audio(tmp_path: Path) -> None:
+    sf.write(str(tmp_path / "empty.wav"), np.zeros(0, dtype=np.float32), 16000)
+    with pytest.raises(WavError, match="holds no audio"):
+        load_wav(tmp_path / "empty.wav")
 
 
 def test_a_vad_model_that_cannot_load_is_a_clear_error(tmp_path: Path) -> None:

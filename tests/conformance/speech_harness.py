@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from adapters.asr.resample import resample
 from adapters.asr.whisper import WhisperTranscriber
+from adapters.contract.pcm import resample
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Synthesizer, Transcriber
 from adapters.contract.workers import StopFlag
 from adapters.testing_speech import FakeSynthesizer, FakeTranscriber

@@ -8,8 +8,8 @@ import time
 import numpy as np
 import pytest
 
-from adapters.asr.resample import resample
 from adapters.contract.cancel import CancelSignal, User
+from adapters.contract.pcm import resample
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Transcript
 from tests.conformance.speech_harness import ASR_HARNESSES, AsrHarness, as_transcriber, python_threads, until
 

@@ -1,13 +1,18 @@
-"""Bring any PCM array to mono float32 at the model's rate, with numpy only (no heavy DSP dependency)."""
+"""PCM in the contract's form (mono float32 in [-1, 1]): one converter and one resampler for adapters and audio.
+
+It lives in the contract because both sides of it need the same conversion: the ASR adapter accepts any
+rate (`Transcriber.transcribe(..., sample_rate=)`), and the audio layer (WAV files, playout) may import
+only `adapters.contract`. soxr is the resampler: band-limited, and the output length is exactly
+`round(len * to_rate / from_rate)`.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
+import soxr
 
 from adapters.contract.speech_io import Samples
-
-_TAPS_PER_SIDE = 32  # windowed-sinc low-pass half length; plenty for speech recognition
 
 
 def to_mono_float32(samples: npt.NDArray[np.generic]) -> Samples:
@@ -25,20 +30,10 @@ def to_mono_float32(samples: npt.NDArray[np.generic]) -> Samples:
 
 
 def resample(samples: Samples, from_rate: int, to_rate: int) -> Samples:
-    """Low-pass (when going down) then linear interpolation; the length scales exactly with the rate."""
+    """Mono float32 audio at another rate (the same array when the rates agree or there is nothing to do)."""
     if from_rate <= 0 or to_rate <= 0:
         raise ValueError(f"sample rates must be positive, got {from_rate} -> {to_rate}")
+    samples = np.asarray(samples, dtype=np.float32)
     if from_rate == to_rate or len(samples) == 0:
         return samples
-    source = _low_pass(samples, cutoff=0.5 * to_rate / from_rate) if to_rate < from_rate else samples
-    count = round(len(samples) * to_rate / from_rate)
-    positions = np.arange(count, dtype=np.float64) * (from_rate / to_rate)
-    return np.interp(positions, np.arange(len(source)), source).astype(np.float32)
-
-
-def _low_pass(samples: Samples, cutoff: float) -> Samples:
-    """Hann-windowed sinc FIR with `cutoff` as a fraction of the input rate (0.5 = Nyquist)."""
-    n = np.arange(-_TAPS_PER_SIDE, _TAPS_PER_SIDE + 1)
-    kernel = 2 * cutoff * np.sinc(2 * cutoff * n) * np.hanning(len(n))
-    kernel /= kernel.sum()
-    return np.convolve(samples, kernel.astype(np.float32), mode="same").astype(np.float32)
+    return np.asarray(soxr.resample(samples, from_rate, to_rate), dtype=np.float32)
