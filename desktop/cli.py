@@ -107,6 +107,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from adapters.contract.private_files import private_dir
     from desktop.demo import fake_llm, run_demo
     from engine.clock import MonotonicClock
     from engine.testing import VirtualClock
@@ -117,7 +118,7 @@ def _demo(args: argparse.Namespace) -> int:
             return await run_demo(fake_llm(clock), args.out, clock)
         return await run_demo(_local_llm(), args.out, MonotonicClock())
 
-    args.out.mkdir(parents=True, exist_ok=True)
+    private_dir(args.out)
     print(asyncio.run(go()))
     print(f"journal: {args.out / 'journal.jsonl'}")
     return EXIT_OK

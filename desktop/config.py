@@ -15,6 +15,8 @@ from typing import Any
 
 import platformdirs
 
+from adapters.llm.secret import redact_url
+
 APP = "parley"
 
 
@@ -58,11 +60,11 @@ class Config:
     audio: AudioConfig = field(default_factory=AudioConfig)
 
     def summary(self) -> dict[str, Any]:
-        """What the journal's session/start records: no secrets live in Config at all."""
+        """What the journal's session/start records: the key is never in Config; the URL's credentials are redacted."""
         return {
             "llm_provider": self.llm.provider,
             "llm_model": self.llm.model,
-            "llm_base_url": self.llm.base_url,
+            "llm_base_url": redact_url(self.llm.base_url),
             "echo_cancellation": self.audio.echo_cancellation,
         }
 
@@ -143,7 +145,8 @@ def validate(config: Config, where: str) -> Config:
     if config.llm.provider not in ("local", "openai"):
         raise ConfigError(f"{where}: llm provider {config.llm.provider!r} is unknown; use 'local' or 'openai'")
     if config.llm.provider == "openai" and not config.llm.base_url.startswith(("http://", "https://")):
-        raise ConfigError(f"{where}: llm base_url {config.llm.base_url!r} must start with http:// or https://")
+        shown = redact_url(config.llm.base_url)
+        raise ConfigError(f"{where}: llm base_url {shown!r} must start with http:// or https://")
     if config.llm.retries < 0 or config.llm.idle_timeout <= 0 or config.llm.connect_timeout <= 0:
         raise ConfigError(f"{where}: llm retries must be >= 0 and timeouts > 0")
     if not 0 < config.audio.vad_threshold < 1:

@@ -11,7 +11,8 @@ import httpx
 from adapters.asr.whisper import check_model_dir, default_model_dir
 from adapters.llm.local import DEFAULT_DISTRIBUTION
 from adapters.llm.models import ModelError, find_in_distribution
-from adapters.llm.secret import load_api_key
+from adapters.llm.openai_compat import endpoint
+from adapters.llm.secret import load_api_key, redact_url
 from adapters.tts.piper_voice import check_voice_files, default_voice_path
 from audio.devices import list_devices
 from audio.events import AudioError
@@ -105,13 +106,14 @@ def _echo(config: Config) -> Check:
 def _provider(config: Config) -> Check:
     if config.llm.provider == "local":
         return Check("LLM provider", True, "embedded llama.cpp (offline)")
-    url = config.llm.base_url.rstrip("/") + "/models"
+    url = endpoint(config.llm.base_url, "models")
+    shown = redact_url(url)  # the URL's user info or query may hold a credential
     key = load_api_key()
     headers = {"Authorization": f"Bearer {key.reveal()}"} if key else {}
     try:
         status = httpx.get(url, headers=headers, timeout=config.llm.connect_timeout).status_code
     except httpx.HTTPError as error:
-        return Check("LLM provider", False, f"{url} cannot be reached ({type(error).__name__}); check the base URL")
+        return Check("LLM provider", False, f"{shown} cannot be reached ({type(error).__name__}); check the base URL")
     if status in (401, 403):
-        return Check("LLM provider", False, f"{url} refused the API key; set PARLEY_LLM_API_KEY or the keyring")
-    return Check("LLM provider", status < 500, f"{url} answered HTTP {status}")
+        return Check("LLM provider", False, f"{shown} refused the API key; set PARLEY_LLM_API_KEY or the keyring")
+    return Check("LLM provider", status < 500, f"{shown} answered HTTP {status}")

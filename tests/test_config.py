@@ -51,3 +51,8 @@ def test_a_malformed_config_is_one_line_naming_the_problem(tmp_path: Path, text:
 def test_the_summary_holds_no_secret(tmp_path: Path) -> None:
     summary = load(tmp_path / "none.toml", env={"PARLEY_LLM_API_KEY": "sk-secret"}).summary()
     assert "sk-secret" not in repr(summary)
+
+
+def test_the_summary_redacts_credentials_in_the_base_url(tmp_path: Path) -> None:
+    path = _write(tmp_path, '[llm]\nprovider = "openai"\nbase_url = "https://me:pw@h/v1?api-key=k1&x=1"\n')
+    assert load(path, env={}).summary()["llm_base_url"] == "https://[redacted]@h/v1?api-key=[redacted]&x=1"

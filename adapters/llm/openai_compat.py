@@ -13,6 +13,7 @@ import ssl
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any, Never, cast
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -41,7 +42,7 @@ class OpenAICompatAdapter:
         idle_timeout: float = 20.0,
         provider: str = "openai",
     ) -> None:
-        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._url = endpoint(base_url, "chat/completions")
         self._where = (provider, _shown(self._url))
         self._model = model
         self._key = api_key
@@ -188,6 +189,15 @@ class OpenAICompatAdapter:
 
     def _fail(self, code: str, what: str) -> Never:
         raise LlmError(self._scrub(LlmFailure(describe(*self._where, what), code)))
+
+
+def endpoint(base_url: str, name: str) -> str:
+    """`name` under the base URL's path; a query the base URL carries (e.g. Azure's api-version) stays a query."""
+    try:
+        parts = urlsplit(base_url)
+    except ValueError:
+        return base_url.rstrip("/") + "/" + name  # unparsable: the request fails later with a clear message
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + name))
 
 
 def _shown(url: str) -> str:

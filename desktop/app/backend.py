@@ -42,7 +42,15 @@ def choose_llm(config: Config, key: StoredKey | None) -> LlmChoice:
         connect_timeout=config.llm.connect_timeout,
         idle_timeout=config.llm.idle_timeout,
     )
-    return LlmChoice(adapter, f"{config.llm.model} at {urlsplit(config.llm.base_url).netloc}")
+    return LlmChoice(adapter, f"{config.llm.model} at {_host(config.llm.base_url)}")
+
+
+def _host(url: str) -> str:
+    """Where the provider is, for a label: host and port only (the URL's user info may hold a password)."""
+    try:
+        return urlsplit(url).netloc.rpartition("@")[2] or "?"
+    except ValueError:
+        return "?"
 
 
 def _embedded(config: Config) -> LlmChoice:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from adapters.contract.private_files import private_dir, write_private_text
 from adapters.contract.speech_io import Transcriber
 from adapters.tts.piper_voice import PiperSynthesizer
 from audio.aec import EchoCanceller
@@ -53,7 +54,7 @@ class Rig:
 
 async def run_session(scenario: Scenario | None, texts: list[str], config: Config, out: Path, fast: bool) -> str:
     """Play the scenario (or the typed texts), write journal.jsonl, output.wav and report.json; return the report."""
-    await asyncio.to_thread(out.mkdir, parents=True, exist_ok=True)
+    await asyncio.to_thread(private_dir, out)  # 0700 when Parley creates it: the run's files hold the conversation
     for say in scenario.says if scenario else ():
         if say.wav is not None:
             load_wav(say.wav)  # a corrupt or unreadable WAV fails here, before anything starts
@@ -232,5 +233,5 @@ def _offset(at: float | None, origin: float) -> float | None:
 def _write_reports(out: Path, reports: list[TurnReport], generated: dict[int, str], timeline: dict[str, Any]) -> str:
     rows = [dict(vars(r), generated=generated.get(r.turn, "")) for r in reports]
     report = {"turns": rows, "timeline": timeline}
-    (out / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False))
+    write_private_text(out / "report.json", json.dumps(report, indent=2, ensure_ascii=False))
     return render(reports, generated)
