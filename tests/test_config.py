@@ -36,6 +36,8 @@ def test_file_then_environment_then_flags(tmp_path: Path) -> None:
         ("[llm]\nprovider='gpt'\n", "use 'local' or 'openai'"),
         ("[llm]\nprovider='openai'\nbase_url='ftp://x'\n", "must start with http"),
         ("[audio]\nvad_threshold=3\n", "between 0 and 1"),
+        ("[llm]\nmax_tokens=0\n", "max_tokens must be >= 1"),
+        ("[llm]\nmax_reply_s=-5\n", "max_reply_s > 0"),
     ],
 )
 def test_a_malformed_config_is_one_line_naming_the_problem(tmp_path: Path, text: str, needle: str) -> None:
@@ -51,6 +53,12 @@ def test_a_malformed_config_is_one_line_naming_the_problem(tmp_path: Path, text:
 def test_the_summary_holds_no_secret(tmp_path: Path) -> None:
     summary = load(tmp_path / "none.toml", env={"PARLEY_LLM_API_KEY": "sk-secret"}).summary()
     assert "sk-secret" not in repr(summary)
+
+
+def test_reply_limits_are_configurable(tmp_path: Path) -> None:
+    path = _write(tmp_path, "[llm]\nmax_tokens = 120\nmax_reply_s = 45\n")
+    assert (load(path, env={}).llm.max_tokens, load(path, env={}).llm.max_reply_s) == (120, 45.0)
+    assert (Config().llm.max_tokens, Config().llm.max_reply_s) == (300, 90.0)
 
 
 def test_the_summary_redacts_credentials_in_the_base_url(tmp_path: Path) -> None:

@@ -20,6 +20,8 @@ from adapters.contract import User as UserCancel
 from adapters.contract.llm import CONTEXT_WINDOW_EXCEEDED, EMPTY_RESPONSE
 from adapters.llm.local import LocalLlamaAdapter, _cached_prefix, _prefill, finish_chunk
 from adapters.llm.models import ModelError, ModelNotFound, find_in_distribution
+from desktop.config import Config, LlmConfig
+from desktop.voice.assembly import llm_adapter
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -85,6 +87,14 @@ async def test_a_longer_generation_reports_its_decode_rate(adapter: LocalLlamaAd
     print(
         f"\nlocal LLM: {usage.output_tokens} tokens in {elapsed:.2f} s ({usage.output_tokens / elapsed:.1f} tokens/s)"
     )
+
+
+async def test_the_configured_max_tokens_bounds_an_embedded_reply() -> None:
+    adapter, _ = llm_adapter(Config(llm=LlmConfig(max_tokens=6)))
+    assert isinstance(adapter, LocalLlamaAdapter)
+    chunks = await collect(adapter, ask(STORY))
+    usage = next(chunk for chunk in chunks if isinstance(chunk, Usage))
+    assert (usage.output_tokens, chunks[-1]) == (6, Finish("length"))
 
 
 async def test_the_model_is_loaded_once_and_shared(executor: ThreadPoolExecutor) -> None:

@@ -12,6 +12,7 @@ import logging
 import ssl
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
+from dataclasses import replace
 from typing import Any, Never, cast
 from urllib.parse import urlsplit, urlunsplit
 
@@ -41,7 +42,9 @@ class OpenAICompatAdapter:
         connect_timeout: float = 5.0,
         idle_timeout: float = 20.0,
         provider: str = "openai",
+        max_tokens: int | None = None,
     ) -> None:
+        """`max_tokens`: sent with every request that does not set its own (a voice-sized reply)."""
         self._url = endpoint(base_url, "chat/completions")
         self._where = (provider, _shown(self._url))
         self._model = model
@@ -52,6 +55,8 @@ class OpenAICompatAdapter:
             connect=connect_timeout, read=idle_timeout, write=idle_timeout, pool=connect_timeout
         )
         self._ssl: ssl.SSLContext | None = None
+        self._max_tokens = max_tokens
+        self.active_generations = 0  # streams open now: the provider is working (`--fast` must not skip ahead)
 
     def __repr__(self) -> str:
         key = "set" if self._key else "none"
@@ -70,6 +75,7 @@ class OpenAICompatAdapter:
         """Yield the provider's chunks; transport/protocol failures and cancel are raised as LlmError."""
         body = self._prepare(options, signal)
         waiter = asyncio.ensure_future(signal.wait())
+        self.active_generations += 1
         try:
             async with self._client() as client, aclosing(self._chunks(client, body, waiter)) as chunks:
                 async for chunk in chunks:
@@ -81,6 +87,7 @@ class OpenAICompatAdapter:
                 LlmFailure(describe(*self._where, "cancelled; the connection was closed"), ABORTED)
             ) from None
         finally:
+            self.active_generations -= 1
             await settle(waiter)
 
     def _prepare(self, options: GenerateOptions, signal: CancelSignal) -> bytes:
@@ -89,6 +96,8 @@ class OpenAICompatAdapter:
             raise LlmError(LlmFailure(describe(*self._where, "cancelled before sending"), ABORTED))
         if not self._url.lower().startswith(("http://", "https://")):
             self._fail(INVALID_REQUEST, "the base URL must start with http:// or https://")
+        if options.max_tokens is None and self._max_tokens is not None:
+            options = replace(options, max_tokens=self._max_tokens)
         try:
             return build_body(options, self._model)
         except WireError as exc:

@@ -41,6 +41,7 @@ def choose_llm(config: Config, key: StoredKey | None) -> LlmChoice:
         key.secret if key else None,
         connect_timeout=config.llm.connect_timeout,
         idle_timeout=config.llm.idle_timeout,
+        max_tokens=config.llm.max_tokens,
     )
     return LlmChoice(adapter, f"{config.llm.model} at {_host(config.llm.base_url)}")
 
@@ -57,7 +58,8 @@ def _embedded(config: Config) -> LlmChoice:
     try:
         from adapters.llm.local import LocalLlamaAdapter
 
-        adapter = LocalLlamaAdapter(Path(config.llm.local_model_path) if config.llm.local_model_path else None)
+        path = Path(config.llm.local_model_path) if config.llm.local_model_path else None
+        adapter = LocalLlamaAdapter(path, max_tokens=config.llm.max_tokens)
     except ModelError as error:
         raise BackendUnavailable(missing_model(str(error))) from None
     except ImportError as error:

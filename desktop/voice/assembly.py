@@ -26,11 +26,17 @@ def llm_adapter(config: Config) -> tuple[LlmAdapter, Secret | None]:
     if llm.provider == "openai":
         key = load_api_key()
         adapter = OpenAICompatAdapter(
-            llm.base_url, llm.model, key, connect_timeout=llm.connect_timeout, idle_timeout=llm.idle_timeout
+            llm.base_url,
+            llm.model,
+            key,
+            connect_timeout=llm.connect_timeout,
+            idle_timeout=llm.idle_timeout,
+            max_tokens=llm.max_tokens,
         )
         return adapter, key
     try:
-        return LocalLlamaAdapter(Path(llm.local_model_path) if llm.local_model_path else None), None
+        path = Path(llm.local_model_path) if llm.local_model_path else None
+        return LocalLlamaAdapter(path, max_tokens=llm.max_tokens), None
     except ModelError as error:
         raise BadInput(str(error)) from None
 

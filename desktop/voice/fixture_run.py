@@ -93,7 +93,7 @@ async def _rig(
             journal=journal,
             clock=clock,
             tools=builtin_tools(out / "notes.txt"),
-            budgets=Budgets(retries=config.llm.retries),
+            budgets=Budgets(retries=config.llm.retries, reply_s=config.llm.max_reply_s),
             summary=config.summary(),
         )
         conversation = await stack.enter_async_context(open_conversation(parts))
