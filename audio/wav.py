@@ -15,6 +15,7 @@ import numpy as np
 import soundfile as sf
 
 from adapters.contract.pcm import resample, to_mono_float32
+from adapters.contract.private_files import open_private
 from audio.events import WavError
 from audio.ports import RATE
 
@@ -35,9 +36,10 @@ def load_wav(path: str | Path, rate: int = RATE) -> np.ndarray:
 
 
 def save_wav(path: str | Path, samples: np.ndarray, rate: int) -> None:
-    """Write mono audio as 16-bit PCM WAV."""
+    """Write mono audio as 16-bit PCM WAV, readable by its owner only (it may hold a conversation)."""
     clipped = np.clip(np.asarray(samples, dtype=np.float32), -1.0, 1.0)
-    sf.write(str(path), clipped, rate, subtype="PCM_16")
+    with open_private(Path(path), "wb") as handle:
+        sf.write(handle, clipped, rate, subtype="PCM_16", format="WAV")
 
 
 def _check_path(path: Path) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from adapters.contract import CancelSignal, ToolSpec
+from adapters.contract.private_files import append_private_text
 from adapters.contract.workers import run_blocking
 from engine.tools import Tool
 
@@ -50,15 +51,9 @@ def take_note_tool(notes_file: Path) -> Tool:
             raise ToolInputError('a note needs a non-empty "text"')
         line = " ".join(text.split())[:MAX_NOTE_CHARS]
         stamped = f"{dt.datetime.now().isoformat(timespec='seconds')}\t{line}\n"
-        await run_blocking(lambda: _append(notes_file, stamped))
+        await run_blocking(lambda: append_private_text(notes_file, stamped))  # 0600 in 0700 folders
         return f"noted: {line}"
 
     schema = '{"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}'
     spec = ToolSpec("take_note", "Save a short note for the user.", schema)
     return Tool(spec, body, timeout_s=5.0, side_effects=True)
-
-
-def _append(path: Path, line: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(line)

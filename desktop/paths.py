@@ -12,6 +12,8 @@ import stat
 import tempfile
 from pathlib import Path
 
+from adapters.contract.private_files import private_dir
+
 
 def file_problem(path: Path) -> str | None:
     """None if `path` is a readable regular file; otherwise what is wrong with it."""
@@ -41,7 +43,7 @@ def out_dir_problem(path: Path) -> str | None:
     except OSError as error:
         return _os_problem(error)
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        private_dir(path)  # 0700 when Parley creates it: the run's files hold the conversation
         with tempfile.TemporaryFile(dir=path):
             pass
     except OSError as error:

@@ -10,7 +10,7 @@ from engine.events import ReplyHeard
 from engine.heard import heard_of
 from engine.journal import Journal, unanswered_calls
 from engine.speech import SpeechKey, SpeechOutput
-from engine.step import TurnRecord, failure_fields
+from engine.step import StepText, TurnRecord, failure_fields
 from engine.tools import ABORTED_BEFORE_DISPATCH
 
 
@@ -68,7 +68,17 @@ def _write_heard_replies(
                 interrupted=interrupted,
                 heard_ms=round(heard.heard_ms, 1),
                 generated_chars=len(generated.text),
+                **_ending(generated),
             )
+
+
+def _ending(generated: StepText) -> dict[str, Any]:
+    """`finish`: the stream's finish reason ("length": cut for length, by the provider's max_tokens or, with
+    `reply_limit_s`, by Parley's reply limit); absent when the stream never finished (an aborted turn)."""
+    ending: dict[str, Any] = {} if generated.finish is None else {"finish": generated.finish}
+    if generated.limit_s is not None:
+        ending["reply_limit_s"] = generated.limit_s
+    return ending
 
 
 def _aborted(code: str) -> str:

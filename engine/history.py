@@ -1,4 +1,8 @@
-"""Rebuild what the model is told from the journal alone: heard words only, every call with its result."""
+"""Rebuild what the model is told from the journal alone: heard words only, every call with its result.
+
+An interrupted reply is kept as exactly the words heard; whether the reply before the newest user
+message was cut off is a separate fact (`last_reply_cut_off`) that prompt assembly tells the model.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from engine.journal import Event
 @dataclass
 class _Step:
     text: str = ""
+    interrupted: bool = False
     calls: list[ToolCall] = field(default_factory=list)
     results: list[Message] = field(default_factory=list)
 
@@ -34,13 +39,20 @@ class _Turn:
             out.extend(step.results)
         return out
 
+    @property
+    def cut_off(self) -> bool:
+        """The turn's last reply was interrupted: the user heard only the start of it."""
+        spoken = [self.steps[n] for n in sorted(self.steps) if self.steps[n].text]
+        return bool(spoken) and spoken[-1].interrupted
+
 
 def _apply(turn: _Turn, event: Event) -> None:
     kind = event["type"]
     if kind == "user/message":
         turn.user = str(event["text"])
     elif kind == "assistant/message":
-        turn.step(int(event["step"])).text = str(event["text"])
+        step = turn.step(int(event["step"]))
+        step.text, step.interrupted = str(event["text"]), bool(event.get("interrupted"))
     elif kind == "tool/call":
         call = ToolCall(str(event["call_id"]), str(event["name"]), str(event["arguments"]))
         turn.step(int(event["step"])).calls.append(call)
@@ -58,11 +70,21 @@ def turns_of(events: Iterable[Event]) -> list[_Turn]:
     return list(turns.values())
 
 
+def _kept(events: Sequence[Event], drop_oldest: int) -> list[_Turn]:
+    """The turns sent: the `drop_oldest` earliest are left out (never the newest one)."""
+    turns = turns_of(events)
+    return turns[min(drop_oldest, max(0, len(turns) - 1)) :]
+
+
 def build_history(events: Sequence[Event], *, drop_oldest: int = 0) -> list[Message]:
     """Messages in order; the `drop_oldest` earliest turns are left out (never the newest one)."""
-    turns = turns_of(events)
-    keep_from = min(drop_oldest, max(0, len(turns) - 1))
-    return [message for turn in turns[keep_from:] for message in turn.messages()]
+    return [message for turn in _kept(events, drop_oldest) for message in turn.messages()]
+
+
+def last_reply_cut_off(events: Sequence[Event], *, drop_oldest: int = 0) -> bool:
+    """Whether the reply just before the newest turn (and still in the history sent) was interrupted."""
+    turns = _kept(events, drop_oldest)
+    return len(turns) >= 2 and turns[-2].cut_off
 
 
 def past_turn_count(events: Sequence[Event]) -> int:

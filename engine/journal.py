@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from adapters.contract.private_files import open_private, private_dir
+
 Event = Mapping[str, Any]
 REDACTED = "[redacted]"
 _SYNC_TYPES = frozenset({"turn/start", "turn/end", "llm/retry", "session/start"})
@@ -62,7 +64,10 @@ def _parse(raw: bytes, path: Path, number: int) -> dict[str, Any]:
 
 
 class Journal:
-    """Append-only JSON Lines, flushed on every event and fsync'd at turn boundaries and before backoff."""
+    """Append-only JSON Lines, flushed on every event and fsync'd at turn boundaries and before backoff.
+
+    The file is readable by its owner only (0600), and folders it creates are 0700.
+    """
 
     def __init__(
         self,
@@ -74,11 +79,11 @@ class Journal:
         self.path = path
         self._wall = wall
         self._secrets = tuple(s for s in secrets if s)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)  # conversation text: 0600 in 0700 folders
         events, good = _read(path)
         self.torn_line_dropped = _truncate_to(path, good)
         self.events: list[dict[str, Any]] = events
-        self._file = path.open("ab")
+        self._file = open_private(path, "ab")
         self._seq = max((int(e.get("seq", 0)) for e in events), default=0)
         self.recovered = Recovered(self.torn_line_dropped, self._close_open_turns())
 

@@ -22,11 +22,16 @@ NO_FALLBACK = frozenset({INVALID_REQUEST, CONTEXT_WINDOW_EXCEEDED})
 
 @dataclass(frozen=True)
 class Budgets:
-    """Finite budgets of every recovery mechanism; max sends per step is 1 + their sum."""
+    """Finite budgets of every recovery mechanism (max sends per step is 1 + their sum), and of one reply's time.
+
+    `reply_s`: an attempt's stream is closed once it has run this long or queued this much speech
+    (engine/reply_limit.py); None leaves the length to the provider.
+    """
 
     retries: int = 3
     overflow_trims: int = 1
     fallbacks: int = 0
+    reply_s: float | None = None
 
     @property
     def max_sends(self) -> int:

@@ -19,12 +19,13 @@ from adapters.contract import (
     ToolCall,
     ToolCallDelta,
 )
-from adapters.contract.llm import PROTOCOL
+from adapters.contract.llm import PROTOCOL, TIMEOUT
 from engine.clock import Clock
 from engine.events import AttemptFailed, BackoffInfo, RetryScheduled, State, TextGenerated
 from engine.history import past_turn_count
 from engine.journal import Journal
 from engine.prompt import PromptBuilder
+from engine.reply_limit import reply_limit
 from engine.retry import Backoff, Budgets, Fallback, GiveUp, Retry, Spent, TrimHistory, decide
 from engine.speech import SpeechKey, SpeechOutput
 from engine.tools import ToolRegistry
@@ -41,10 +42,12 @@ class StepFailed(Exception):
 
 @dataclass
 class StepText:
-    """The text streamed by the attempt that is live (or succeeded) in a step."""
+    """The text streamed by the attempt that is live (or succeeded) in a step, and how its stream ended."""
 
     attempt: int
     text: str = ""
+    finish: str | None = None  # the provider's finish reason; "length" when the reply limit closed the stream
+    limit_s: float | None = None  # the reply limit that closed the stream, if it did
 
 
 @dataclass
@@ -148,22 +151,51 @@ async def _send(
 async def _stream(
     ctx: StepContext, turn: Turn, step: int, record: TurnRecord, state: _Attempt, options: GenerateOptions
 ) -> StepResult | LlmFailure:
+    """Stream one attempt; at the reply limit the stream is closed and the step ends with what was said."""
     key = SpeechKey(turn.id, step, state.number)
     calls = _Calls()
     sent_at = ctx.clock.now()
-    async with aclosing(state.adapter.stream(options, turn.signal)) as stream:
-        async for chunk in stream:
-            if isinstance(chunk, Finish):
-                if chunk.failure is not None:
-                    return chunk.failure
-                return StepResult(record.steps[step].text, calls.calls(turn.id, step))
-            if isinstance(chunk, TextDelta) and chunk.text:
-                await _speak(ctx, turn, key, record, chunk.text, sent_at)
-            elif isinstance(chunk, ToolCallDelta):
-                calls.add(chunk)
+    async with reply_limit(turn, ctx.clock, ctx.budgets.reply_s) as limit:
+        try:
+            async with aclosing(state.adapter.stream(options, limit.signal)) as stream:
+                async for chunk in stream:
+                    if isinstance(chunk, Finish):
+                        return _finished(record, step, chunk, calls.calls(turn.id, step))
+                    if isinstance(chunk, TextDelta) and chunk.text:
+                        await _speak(ctx, turn, key, record, chunk.text, sent_at)
+                        if limit.check_speech(ctx.speech.report(turn.id), key):
+                            break
+                    elif isinstance(chunk, ToolCallDelta):
+                        calls.add(chunk)
+        except LlmError:
+            if not limit.reached:
+                raise
     if turn.signal.cancelled:
         raise asyncio.CancelledError
+    if limit.reached:
+        return _limited(record, step, limit.seconds, state.adapter.provider)
     return LlmFailure(f"{state.adapter.provider} ended the stream without a finish", PROTOCOL)
+
+
+def _finished(record: TurnRecord, step: int, chunk: Finish, calls: tuple[ToolCall, ...]) -> StepResult | LlmFailure:
+    if chunk.failure is not None:
+        return chunk.failure
+    record.steps[step].finish = chunk.reason
+    return StepResult(record.steps[step].text, calls)
+
+
+def _limited(record: TurnRecord, step: int, seconds: float | None, provider: str) -> StepResult | LlmFailure:
+    """The reply limit closed the stream: the words said so far are the reply; a half-streamed tool call is dropped.
+
+    With nothing said at all the attempt failed like a timeout (the retry layer decides what follows).
+    """
+    text = record.steps[step]
+    if not text.text.strip():
+        return LlmFailure(
+            f"{provider} said nothing within the reply limit of {seconds:g} s; the stream was closed", TIMEOUT
+        )
+    text.finish, text.limit_s = "length", seconds
+    return StepResult(text.text, ())
 
 
 async def _speak(ctx: StepContext, turn: Turn, key: SpeechKey, record: TurnRecord, text: str, sent_at: float) -> None:

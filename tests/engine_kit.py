@@ -64,11 +64,12 @@ async def kit(
     fallback: FakeLlm | None = None,
     autojump: bool = True,
     adapter: LlmAdapter | None = None,
+    ms_per_word: float = 300.0,
 ) -> AsyncIterator[Kit]:
     """`adapter` replaces the scripted FakeLlm (e.g. the real HTTP adapter against the fault server)."""
     clock = VirtualClock()
     llm = FakeLlm(scripts, clock=clock)
-    speech = FakeSpeechOutput(clock)
+    speech = FakeSpeechOutput(clock, ms_per_word=ms_per_word)
     journal = Journal(tmp_path / "journal.jsonl", wall=clock.now, secrets=("sk-test-SECRET",))
     parts = EngineParts(
         llm=adapter or llm,

@@ -25,7 +25,15 @@ class Reset:
     """Abort the connection with a TCP RST (SO_LINGER 0)."""
 
 
-Part = bytes | Pause | Stall | Reset
+@dataclass(frozen=True)
+class Forever:
+    """Send `data` every `every_s` seconds until the client closes the connection (a provider that never stops)."""
+
+    data: bytes
+    every_s: float = 0.01
+
+
+Part = bytes | Pause | Stall | Reset | Forever
 
 
 @dataclass(frozen=True)
@@ -166,6 +174,11 @@ def stall_before_headers() -> Behaviour:
 def stall_mid_stream(text: str = "Hello ") -> Behaviour:
     """Some deltas, then silence with the socket open until the client closes it."""
     return Behaviour(parts=(ROLE, *_deltas(words(text), 0.0), Stall()))
+
+
+def endless_stream(word: str = "and ", *, every_s: float = 0.01) -> Behaviour:
+    """Text deltas forever: no finish, no [DONE], no pause long enough for an idle timeout."""
+    return Behaviour(parts=(ROLE, Forever(chunk({"content": word}), every_s)))
 
 
 def reset_mid_stream(text: str = "Hello ") -> Behaviour:

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.fault_behaviours import Behaviour, Pause, Stall
+from tests.fault_behaviours import Behaviour, Forever, Pause, Stall
 
 
 @dataclass(frozen=True)
@@ -189,8 +189,10 @@ class FaultServer:
         writer.write(_head(behaviour, number))
         for part in behaviour.parts:
             if isinstance(part, bytes):
-                writer.write(b"%x\r\n%s\r\n" % (len(part), part) if behaviour.framing == "chunked" else part)
+                writer.write(_framed(behaviour, part))
                 await writer.drain()
+            elif isinstance(part, Forever):
+                return await _forever(behaviour, part, reader, writer)
             elif isinstance(part, Pause):
                 await asyncio.sleep(part.seconds)
             elif isinstance(part, Stall):
@@ -203,6 +205,21 @@ class FaultServer:
             writer.write(b"0\r\n\r\n")
         await writer.drain()
         return "server" if behaviour.framing == "close" else "keep"
+
+
+def _framed(behaviour: Behaviour, part: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(part), part) if behaviour.framing == "chunked" else part
+
+
+async def _forever(
+    behaviour: Behaviour, part: Forever, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> str:
+    """Keep sending until the client closes its end (a closed socket raises ConnectionError instead)."""
+    while not reader.at_eof():
+        writer.write(_framed(behaviour, part.data))
+        await writer.drain()
+        await asyncio.sleep(part.every_s)
+    return "client"
 
 
 async def _read_request(reader: asyncio.StreamReader) -> Recorded | None:

@@ -90,6 +90,8 @@ def test_file_then_environment_then_flags(tmp_path: Path) -> None:
         ("[llm]\nprovider='openai'\nbase_url='http://[::1/v1'\n", "is not a valid URL"),
         ("[llm]\nprovider='openai'\nbase_url='https://'\n", "names no host"),
         ("audio = 'loud'\n", "audio = 'loud' must be a table"),
+        ("[llm]\nmax_tokens=0\n", "max_tokens = 0 is out of range; give a whole number of tokens"),
+        ("[llm]\nmax_reply_s=-5\n", "max_reply_s = -5 is out of range"),
     ],
 )
 def test_a_malformed_config_is_one_line_naming_the_problem(tmp_path: Path, text: str, needle: str) -> None:
@@ -120,3 +122,14 @@ def test_a_bad_flag_is_named_as_the_flag(flags: dict[str, float], needle: str) -
 def test_the_summary_holds_no_secret(no_user_config: Path) -> None:
     summary = load(env={"PARLEY_LLM_API_KEY": "sk-secret"}).summary()
     assert "sk-secret" not in repr(summary)
+
+
+def test_reply_limits_are_configurable(tmp_path: Path) -> None:
+    path = _write(tmp_path, "[llm]\nmax_tokens = 120\nmax_reply_s = 45\n")
+    assert (load(path, env={}).llm.max_tokens, load(path, env={}).llm.max_reply_s) == (120, 45.0)
+    assert (Config().llm.max_tokens, Config().llm.max_reply_s) == (300, 90.0)
+
+
+def test_the_summary_redacts_credentials_in_the_base_url(tmp_path: Path) -> None:
+    path = _write(tmp_path, '[llm]\nprovider = "openai"\nbase_url = "https://me:pw@h/v1?api-key=k1&x=1"\n')
+    assert load(path, env={}).summary()["llm_base_url"] == "https://[redacted]@h/v1?api-key=[redacted]&x=1"

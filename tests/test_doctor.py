@@ -8,7 +8,7 @@ import pytest
 
 from desktop.config import Config, LlmConfig, SpeechConfig
 from desktop.doctor import devices_table, doctor
-from tests.fault_behaviours import unauthorized
+from tests.fault_behaviours import status, unauthorized
 from tests.fault_server import FaultServer
 
 
@@ -44,6 +44,17 @@ def test_a_refused_key_is_reported(fault_server: FaultServer, monkeypatch: pytes
     assert not ok
     assert "refused the API key" in detail
     assert "sk-doctor-test" not in detail
+
+
+def test_the_provider_check_keeps_the_urls_query_and_shows_no_credential(fault_server: FaultServer) -> None:
+    fault_server.push(status(200, {"object": "list", "data": []}))
+    base = fault_server.base_url.replace("http://", "http://me:pw-SECRET@") + "?api-key=qs-SECRET&api-version=1"
+    config = replace(Config(), llm=LlmConfig(provider="openai", base_url=base))
+    ok, detail = _by_name(config)["LLM provider"]
+    assert ok, detail
+    assert "SECRET" not in detail
+    assert "/v1/models?api-key=[redacted]&api-version=1 answered HTTP 200" in detail
+    assert fault_server.requests[0].path == "/v1/models?api-key=qs-SECRET&api-version=1"
 
 
 def test_devices_table_is_one_readable_answer() -> None:

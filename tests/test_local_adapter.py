@@ -20,6 +20,8 @@ from adapters.contract.llm import CONTEXT_WINDOW_EXCEEDED, EMPTY_RESPONSE
 from adapters.contract.workers import Worker
 from adapters.llm.local import PREFILL_CHUNK, LocalLlamaAdapter, _cached_prefix, _prefill, finish_chunk
 from adapters.llm.models import ModelError, ModelNotFound, find_in_distribution
+from desktop.config import Config, LlmConfig
+from desktop.pipeline.parts import llm_choice
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -83,6 +85,14 @@ async def test_a_longer_generation_reports_its_decode_rate(adapter: LocalLlamaAd
     print(
         f"\nlocal LLM: {usage.output_tokens} tokens in {elapsed:.2f} s ({usage.output_tokens / elapsed:.1f} tokens/s)"
     )
+
+
+async def test_the_configured_max_tokens_bounds_an_embedded_reply() -> None:
+    adapter = llm_choice(Config(llm=LlmConfig(max_tokens=6)), None).adapter
+    assert isinstance(adapter, LocalLlamaAdapter)
+    chunks = await collect(adapter, ask(STORY))
+    usage = next(chunk for chunk in chunks if isinstance(chunk, Usage))
+    assert (usage.output_tokens, chunks[-1]) == (6, Finish("length"))
 
 
 async def test_the_model_is_loaded_once_and_shared(worker: Worker) -> None:

@@ -11,7 +11,9 @@ import logging
 import ssl
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
+from dataclasses import replace
 from typing import Never, cast
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -40,8 +42,10 @@ class OpenAICompatAdapter:
         connect_timeout: float = 5.0,
         idle_timeout: float = 20.0,
         provider: str = "openai",
+        max_tokens: int | None = None,
     ) -> None:
-        self._url = base_url.rstrip("/") + "/chat/completions"
+        """`max_tokens`: sent with every request that does not set its own (a voice-sized reply)."""
+        self._url = endpoint(base_url, "chat/completions")
         self._where = (provider, _shown(self._url))
         self._model = model
         self._key = api_key
@@ -51,6 +55,8 @@ class OpenAICompatAdapter:
             connect=connect_timeout, read=idle_timeout, write=idle_timeout, pool=connect_timeout
         )
         self._ssl: ssl.SSLContext | None = None
+        self._max_tokens = max_tokens
+        self.active_generations = 0  # streams open now: the provider is working (`--fast` must not skip ahead)
 
     def __repr__(self) -> str:
         key = "set" if self._key else "none"
@@ -69,6 +75,7 @@ class OpenAICompatAdapter:
         """Yield the provider's chunks; transport/protocol failures and cancel are raised as LlmError."""
         body = self._prepare(options, signal)
         route = self._route()
+        self.active_generations += 1
         try:
             async with self._client(route.proxy) as client, aclosing(self._chunks(client, body, signal)) as chunks:
                 async for chunk in chunks:
@@ -80,6 +87,8 @@ class OpenAICompatAdapter:
             raise LlmError(
                 LlmFailure(describe(*self._where, "cancelled; the connection was closed"), ABORTED)
             ) from None
+        finally:
+            self.active_generations -= 1
 
     def _prepare(self, options: GenerateOptions, signal: CancelSignal) -> bytes:
         """Everything that can fail before a request exists fails here, without an attempt."""
@@ -87,6 +96,8 @@ class OpenAICompatAdapter:
             raise LlmError(LlmFailure(describe(*self._where, "cancelled before sending"), ABORTED))
         if not self._url.lower().startswith(("http://", "https://")):
             self._fail(INVALID_REQUEST, "the base URL must start with http:// or https://")
+        if options.max_tokens is None and self._max_tokens is not None:
+            options = replace(options, max_tokens=self._max_tokens)
         try:
             return build_body(options, self._model)
         except WireError as exc:
@@ -199,6 +210,15 @@ class OpenAICompatAdapter:
 
     def _fail(self, code: str, what: str) -> Never:
         raise LlmError(self._scrub(LlmFailure(describe(*self._where, what), code)))
+
+
+def endpoint(base_url: str, name: str) -> str:
+    """`name` under the base URL's path; a query the base URL carries (e.g. Azure's api-version) stays a query."""
+    try:
+        parts = urlsplit(base_url)
+    except ValueError:
+        return base_url.rstrip("/") + "/" + name  # unparsable: the request fails later with a clear message
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + name))
 
 
 def _shown(url: str) -> str:

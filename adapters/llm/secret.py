@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 ENV_VAR = "PARLEY_LLM_API_KEY"
 KEYRING_SERVICE = "parley"
 KEYRING_USERNAME = "llm-api-key"
 _MASK = "Secret('***')"
+REDACTED = "[redacted]"  # what the journal's redactor writes in place of the key
 
 
 class Secret:
@@ -62,3 +65,35 @@ def _from_keyring() -> str | None:
         return keyring.get_password(KEYRING_SERVICE, KEYRING_USERNAME)
     except (NoKeyringError, KeyringError):
         return None
+
+
+_SECRET_PARAM = re.compile(r"key|token|secret|passw|pwd|auth|sig|credential|session|code", re.IGNORECASE)
+
+
+def redact_url(url: str) -> str:
+    """`url` fit for a journal, a log line or a label: user info and secret-looking query values redacted.
+
+    `https://me:pw@host/v1?api-key=abc&api-version=2024-06-01` becomes
+    `https://[redacted]@host/v1?api-key=[redacted]&api-version=2024-06-01`.
+    """
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:  # e.g. an unclosed IPv6 bracket: keep only what cannot hold a credential
+        return url.split("?")[0].split("#")[0].rpartition("@")[2] or REDACTED
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{REDACTED}@{netloc.rpartition('@')[2]}"
+    query, fragment = _redact_pairs(parts.query), _redact_pairs(parts.fragment)
+    return urlunsplit(parts._replace(netloc=netloc, query=query, fragment=fragment))
+
+
+def _redact_pairs(query: str) -> str:
+    """`name=value` pairs with a secret-looking name keep the name and lose the value; the rest stays as given."""
+    if not query:
+        return query
+    pairs = []
+    for pair in query.split("&"):
+        name, sep, value = pair.partition("=")
+        secret = sep and value and _SECRET_PARAM.search(unquote_plus(name))
+        pairs.append(f"{name}={REDACTED}" if secret else pair)
+    return "&".join(pairs)

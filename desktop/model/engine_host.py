@@ -47,7 +47,7 @@ async def open_engine(
             journal=journal,
             clock=clock,
             tools=tools,
-            budgets=Budgets(retries=config.llm.retries),
+            budgets=Budgets(retries=config.llm.retries, reply_s=config.llm.max_reply_s),
             summary={**config.summary(), "voice": voice},
         )
         async with open_conversation(parts) as conversation:

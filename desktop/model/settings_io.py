@@ -13,6 +13,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from adapters.contract.private_files import private_dir, write_private_text
 from desktop.config import Config
 
 
@@ -49,8 +50,8 @@ def save(config: Config, path: Path) -> None:
     text = to_toml(config)
     temporary = path.with_name(path.name + ".tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary.write_text(text, encoding="utf-8")
+        private_dir(path.parent)
+        write_private_text(temporary, text)  # 0600: a base URL may carry a user:password
         os.replace(temporary, path)
     except UnicodeEncodeError:
         raise SettingsError("a setting holds characters that cannot be saved as UTF-8; retype it") from None

@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 from adapters.contract import LlmFailure
+from adapters.llm.secret import redact_url
 from desktop.config import LlmConfig
 from desktop.model.facts import Problem
 from engine.events import BackoffInfo, State
@@ -91,7 +92,7 @@ def problem_for_failure(failure: LlmFailure, llm: LlmConfig, *, key_set: bool) -
             return Problem("The provider wants an API key and none is set", _KEY_FIX, "auth")
         return Problem("The API key was refused by the provider", _KEY_FIX, "auth")
     if failure.code in ("TRANSPORT", "TIMEOUT") and llm.provider != "local":
-        message = f"Cannot reach the provider at {llm.base_url}"
+        message = f"Cannot reach the provider at {redact_url(llm.base_url)}"
         return Problem(message, "Check the base URL in Settings and that the server is running", "unreachable")
     if failure.code == "QUOTA":
         return Problem(FAILURE_REASONS["QUOTA"], "Top up the account, or pick another provider in Settings", "quota")

@@ -35,17 +35,31 @@ def llm_choice(config: Config, key: Secret | None) -> LlmChoice:
         from adapters.llm.openai_compat import OpenAICompatAdapter
 
         adapter = OpenAICompatAdapter(
-            llm.base_url, llm.model, key, connect_timeout=llm.connect_timeout, idle_timeout=llm.idle_timeout
+            llm.base_url,
+            llm.model,
+            key,
+            connect_timeout=llm.connect_timeout,
+            idle_timeout=llm.idle_timeout,
+            max_tokens=llm.max_tokens,
         )
-        return LlmChoice(adapter, f"{llm.model} at {urlsplit(llm.base_url).netloc.rpartition('@')[2]}")
+        return LlmChoice(adapter, f"{llm.model} at {_host(llm.base_url)}")
     return _embedded(config)
+
+
+def _host(url: str) -> str:
+    """Where the provider is, for a label: host and port only (the URL's user info may hold a password)."""
+    try:
+        return urlsplit(url).netloc.rpartition("@")[2] or "?"
+    except ValueError:
+        return "?"
 
 
 def _embedded(config: Config) -> LlmChoice:
     try:
         from adapters.llm.local import LocalLlamaAdapter
 
-        local = LocalLlamaAdapter(Path(config.llm.local_model_path) if config.llm.local_model_path else None)
+        path = Path(config.llm.local_model_path) if config.llm.local_model_path else None
+        local = LocalLlamaAdapter(path, max_tokens=config.llm.max_tokens)
     except ModelError as error:
         raise BadInput(str(error)) from None
     except ImportError as error:

@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 
 from adapters.asr.whisper import WhisperTranscriber
+from adapters.contract.private_files import private_dir, write_private_text
 from adapters.llm.secret import Secret, load_api_key
 from adapters.tts.piper_voice import PiperSynthesizer
 from audio.wav import load_wav
@@ -31,7 +32,7 @@ from engine.retry import Budgets
 
 async def run_session(scenario: Scenario | None, texts: list[str], config: Config, out: Path, fast: bool) -> str:
     """Play the scenario (or the typed texts), write journal.jsonl, output.wav and report.json; return the report."""
-    await anyio.to_thread.run_sync(lambda: out.mkdir(parents=True, exist_ok=True))
+    await anyio.to_thread.run_sync(private_dir, out)  # 0700 when Parley creates it: the files hold the conversation
     for say in scenario.says if scenario else ():
         if say.wav is not None:
             load_wav(say.wav)  # a corrupt or unreadable WAV fails here, before anything starts
@@ -102,7 +103,7 @@ async def open_voice_session(
             journal=journal,
             clock=clock,
             tools=builtin_tools(out / "notes.txt"),
-            budgets=Budgets(retries=config.llm.retries),
+            budgets=Budgets(retries=config.llm.retries, reply_s=config.llm.max_reply_s),
             summary=config.summary(),
         )
         conversation = await stack.enter_async_context(open_conversation(parts))
@@ -133,5 +134,5 @@ def _offset(at: float | None, origin: float) -> float | None:
 def _write_reports(out: Path, reports: list[TurnReport], generated: dict[int, str], timeline: dict[str, Any]) -> str:
     rows = [dict(vars(r), generated=generated.get(r.turn, "")) for r in reports]
     report = {"turns": rows, "timeline": timeline}
-    (out / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False))
+    write_private_text(out / "report.json", json.dumps(report, indent=2, ensure_ascii=False))
     return render(reports, generated)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,8 @@ import pytest
 from desktop.assets import fixture
 from desktop.cli import main
 from engine.journal import read_events
+from tests.fault_behaviours import text_stream, tool_call
+from tests.fault_server import FaultServer
 
 pytestmark = pytest.mark.slow
 
@@ -70,6 +73,33 @@ def test_an_unreachable_provider_is_a_failed_turn_on_the_record(
     assert "127.0.0.1:9" in end["failure"]["message"]
     assert "sk-never" not in (out / "journal.jsonl").read_text()
     capsys.readouterr()
+
+
+def test_a_run_leaves_private_files_and_no_url_credential(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, fault_server: FaultServer
+) -> None:
+    monkeypatch.setenv("PARLEY_LLM_API_KEY", "sk-never-in-the-journal")
+    fault_server.push(tool_call('{"text": "buy milk"}', name="take_note"), text_stream("Noted: buy milk."))
+    base = fault_server.base_url.replace("http://", "http://me:pw-SECRET@") + "?api-key=qs-SECRET"
+    out = tmp_path / "runs" / "one"
+    args = ["run", "--text", "Note: buy milk", "--out", str(out), "--fast", "--llm", "openai", "--retries", "0",
+            "--llm-base-url", base]  # fmt: skip
+    assert main(args) == 0
+    capsys.readouterr()
+    files = ["journal.jsonl", "output.wav", "report.json", "notes.txt"]
+    assert {name: stat.S_IMODE((out / name).stat().st_mode) for name in files} == dict.fromkeys(files, 0o600)
+    assert [stat.S_IMODE(p.stat().st_mode) for p in (out, out.parent)] == [0o700, 0o700]
+    events = read_events(out / "journal.jsonl")
+    (start,) = [e for e in events if e["type"] == "session/start"]
+    assert start["llm_base_url"] == f"http://[redacted]@127.0.0.1:{fault_server.port}/v1?api-key=[redacted]"
+    assert [e["outcome"] for e in events if e["type"] == "turn/end"] == ["completed"]
+    for name in files[:1] + files[2:]:
+        text = (out / name).read_text()
+        assert "SECRET" not in text, name
+        assert "sk-never" not in text, name
+    assert [(r.path, r.json["max_tokens"]) for r in fault_server.requests] == [
+        ("/v1/chat/completions?api-key=qs-SECRET", 300)
+    ] * 2
 
 
 def test_self_test_passes(capsys: pytest.CaptureFixture[str]) -> None:

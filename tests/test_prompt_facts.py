@@ -1,0 +1,105 @@
+"""What the model is told besides the history: that its last reply was cut off, and the date and time."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.contract import User
+from adapters.llm.openai_compat import OpenAICompatAdapter
+from adapters.llm.secret import Secret
+from engine.prompt import CUT_OFF_NOTE, DEFAULT_SYSTEM_PROMPT, HistoryPrompt, now_sentence
+from tests.engine_kit import kit
+from tests.fault_behaviours import stall_mid_stream, text_stream, words
+from tests.fault_server import FaultServer
+
+pytestmark = pytest.mark.anyio
+CEST = dt.timezone(dt.timedelta(hours=2), "CEST")
+WALL = dt.datetime(2025, 6, 3, 14, 5, 59, tzinfo=CEST)
+NOW = "Today is Tuesday, 3 June 2025. The time is 2:05 PM (CEST, UTC+02:00)."
+STORY = "Once upon a time, in the land of dragons, there lived a baker."
+
+
+@pytest.mark.parametrize(
+    ("when", "expected"),
+    [
+        (WALL, NOW),
+        (
+            dt.datetime(2026, 1, 1, 0, 0, tzinfo=dt.UTC),
+            "Today is Thursday, 1 January 2026. The time is 12:00 AM (UTC).",
+        ),
+        (
+            dt.datetime(2026, 2, 28, 9, 30, tzinfo=dt.timezone(-dt.timedelta(hours=3, minutes=30), "NST")),
+            "Today is Saturday, 28 February 2026. The time is 9:30 AM (NST, UTC-03:30).",
+        ),
+        (
+            dt.datetime(2026, 7, 4, 23, 59, tzinfo=dt.timezone(dt.timedelta(hours=3), "+03")),
+            "Today is Saturday, 4 July 2026. The time is 11:59 PM (UTC+03:00).",
+        ),
+    ],
+)
+def test_the_date_and_time_are_said_with_weekday_and_time_zone(when: dt.datetime, expected: str) -> None:
+    assert now_sentence(when) == expected
+
+
+def _events(*turns: tuple[str, str | None, bool]) -> list[dict[str, Any]]:
+    """Journal events for turns of (user text, heard reply or None, interrupted)."""
+    events: list[dict[str, Any]] = []
+    for number, (user, heard, interrupted) in enumerate(turns, start=1):
+        events += [
+            {"type": "turn/start", "turn": number, "source": "voice"},
+            {"type": "user/message", "turn": number, "text": user},
+        ]
+        if heard is not None:
+            events.append(
+                {"type": "assistant/message", "turn": number, "step": 1, "text": heard, "interrupted": interrupted}
+            )
+    return events
+
+
+def test_the_cut_off_note_follows_only_an_interrupted_last_reply() -> None:
+    prompt = HistoryPrompt(wall=lambda: WALL)
+    plain = f"{DEFAULT_SYSTEM_PROMPT} {NOW}"
+    noted = f"{DEFAULT_SYSTEM_PROMPT} {CUT_OFF_NOTE} {NOW}"
+    assert prompt.system_text(_events(("Hi", None, False))) == plain
+    assert prompt.system_text(_events(("Story?", "Once upon", True), ("Stop.", None, False))) == noted
+    assert (
+        prompt.system_text(_events(("Story?", "Once upon", True), ("Go on.", "Fine.", False), ("Hm?", None, False)))
+        == plain
+    )
+    assert prompt.system_text(_events(("Story?", "Once upon", False), ("Stop.", None, False))) == plain
+    # the interrupted turn trimmed away (context overflow): its note goes with it
+    two = _events(("Story?", "Once upon", True), ("Stop.", None, False))
+    assert prompt.system_text(two, drop_oldest=1) == plain
+
+
+async def test_after_a_barge_in_the_request_holds_the_heard_words_the_note_and_the_date(
+    tmp_path: Path, fault_server: FaultServer
+) -> None:
+    fault_server.push(stall_mid_stream(STORY), text_stream("It is five past two."))
+    adapter = OpenAICompatAdapter(fault_server.base_url, "test-model", Secret("sk-test-SECRET"), idle_timeout=5.0)
+    async with kit(tmp_path, adapter=adapter, prompt=HistoryPrompt(wall=lambda: WALL), autojump=False) as k:
+        k.submit("Tell me a story.")
+        assert await fault_server.until(lambda: len(k.speech.report(1)) == len(words(STORY)))
+        await k.clock.advance(1.0)  # 300 ms a word: "Once upon a", and a third of "time,"
+        await k.conversation.cancel(User(), keep_inbox=True)
+        k.submit("Stop. What time is it?")
+        async with k.clock.autojump():
+            await k.until_turn_ended(2)
+        (heard,) = k.of_type("assistant/message", 1)
+    assert (heard["text"], heard["interrupted"]) == ("Once upon a", True)  # the journal: the heard words only
+    first, second = (request.json["messages"] for request in fault_server.requests)
+    assert first == [
+        {"role": "system", "content": f"{DEFAULT_SYSTEM_PROMPT} {NOW}"},
+        {"role": "user", "content": "Tell me a story."},
+    ]
+    assert second == [
+        {"role": "system", "content": f"{DEFAULT_SYSTEM_PROMPT} {CUT_OFF_NOTE} {NOW}"},
+        {"role": "user", "content": "Tell me a story."},
+        {"role": "assistant", "content": "Once upon a"},
+        {"role": "user", "content": "Stop. What time is it?"},
+    ]
+    assert "dragons" not in fault_server.requests[1].body.decode()  # the unheard rest is never sent
