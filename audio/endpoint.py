@@ -24,6 +24,7 @@ from audio.turn_words import looks_unfinished
 
 PAUSE_SILENCE_MS = 200.0  # the VAD's min_silence_ms under this policy: the silence that opens the question
 EndReason = Literal["model", "max_wait", "no_model"]
+EPSILON_S = 1e-6  # a deadline reached to within float rounding is reached
 
 
 class Clock(Protocol):
@@ -136,7 +137,7 @@ class EndpointPolicy:
             times.append(pause.silence_from + config.no_model_wait_ms / 1000)
         if self._may_reask(pause):
             times.append(pause.asked_at + config.reask_ms / 1000)
-        return min((t for t in times if t > now), default=None)
+        return min((t for t in times if t > now + EPSILON_S), default=None)
 
     def _speech_started(self, at: float) -> list[Decision]:
         if self._speaking:
@@ -152,19 +153,22 @@ class EndpointPolicy:
         pause, config = self._pause, self.config
         if pause is None:
             return []
-        silence_ms = (now - pause.silence_from) * 1000
-        if silence_ms < config.min_silence_ms:
+
+        def waited(ms: float, since: float = pause.silence_from) -> bool:
+            return now + EPSILON_S >= since + ms / 1000
+
+        if not waited(config.min_silence_ms):
             return []
-        if silence_ms >= config.max_wait_ms:
+        if waited(config.max_wait_ms):
             return [self._end(pause, now, "max_wait")]
         words = self._words_of(pause)
         if (words is None and config.wait_for_words) or (words is not None and looks_unfinished(words)):
             return []
         if not config.use_model:
-            return [self._end(pause, now, "no_model")] if silence_ms >= config.no_model_wait_ms else []
+            return [self._end(pause, now, "no_model")] if waited(config.no_model_wait_ms) else []
         if pause.probability is not None and pause.probability >= config.complete:
             return [self._end(pause, now, "model")]
-        if self._may_reask(pause) and now >= pause.asked_at + config.reask_ms / 1000:
+        if self._may_reask(pause) and waited(config.reask_ms, pause.asked_at):
             pause.asked_at, pause.pending = now, True
             return [CheckTurn(pause.id, pause.silence_from, now)]
         return []

@@ -152,3 +152,27 @@ async def test_nothing_happens_outside_a_turn() -> None:
 )
 def test_plainly_unfinished_words(text: str, unfinished: bool) -> None:
     assert looks_unfinished(text) is unfinished
+
+
+class _HandClock:
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def now(self) -> float:
+        return self.t
+
+
+@pytest.mark.parametrize("silence_from", [3.424, 0.992, 1001.3])
+def test_a_tick_at_the_deadline_decides_despite_float_rounding(silence_from: float) -> None:
+    clock = _HandClock(silence_from - 1.0)
+    policy = EndpointPolicy(clock, EndpointConfig(max_wait_ms=2000))
+    policy.on_vad(SpeechStarted(clock.t))
+    clock.t = silence_from + 0.2
+    (check,) = policy.on_vad(SpeechEnded(silence_from))
+    policy.heard("Tell me about the", until=clock.t)
+    while (deadline := policy.deadline()) is not None:
+        clock.t = deadline
+        decisions = policy.tick()
+        if decisions:
+            assert decisions == [TurnEnded(check.pause, silence_from, deadline, "max_wait")]
+    assert not policy.in_turn
