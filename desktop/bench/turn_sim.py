@@ -4,6 +4,7 @@ Audio is fed in 20 ms frames; the clock is the audio's own time. At each `CheckT
 stops the audio, runs the models for real (Smart Turn on the turn's audio up to now, and at a pause's
 first question a speculative Whisper pass, both at once, as the pipeline would), and delivers each
 answer to the policy at `now + its measured wall time`. So decisions come as late as they would live.
+`Delays` can fix those delays instead, so figures do not depend on what else the machine is doing.
 """
 
 from __future__ import annotations
@@ -29,6 +30,14 @@ FRAME = 320  # 20 ms, what the microphone delivers
 PREROLL_S = 0.4  # audio kept from before the VAD's onset (desktop/voice/ears.py)
 
 
+@dataclass(frozen=True)
+class Delays:
+    """Fixed answer delays in ms (None: the measured wall time of the call)."""
+
+    model_ms: float | None = None
+    asr_ms: float | None = None
+
+
 class SimClock:
     """The audio's time, moved by the simulation."""
 
@@ -52,9 +61,11 @@ class SimResult:
 class TurnSim:
     """Runs one clip; `judge` and `hear` are awaited for real and their wall time becomes simulated delay."""
 
-    def __init__(self, vad: Vad, policy: EndpointPolicy, clock: SimClock, judge: Judge, hear: Hear | None) -> None:
+    def __init__(
+        self, vad: Vad, policy: EndpointPolicy, clock: SimClock, judge: Judge, hear: Hear | None, delays: Delays
+    ) -> None:
         self._vad, self._policy, self._clock = vad, policy, clock
-        self._judge, self._hear = judge, hear
+        self._judge, self._hear, self._delays = judge, hear, delays
         self._audio: Samples = np.zeros(0, np.float32)
         self._arrivals: list[tuple[float, int, Callable[[], list[Decision]]]] = []
         self._order = itertools.count()
@@ -129,12 +140,15 @@ class TurnSim:
             return text
 
         probability, text = await asyncio.gather(judge(), transcribe())
-        self.result.model_ms.append((model_done - began) * 1000)
-        self._arrive(now + model_done - began, lambda: self._policy.model_said(check.pause, probability))
+        model_ms, asr_ms = (model_done - began) * 1000, (words_done - began) * 1000
+        self.result.model_ms.append(model_ms)
+        model_at = now + (self._delays.model_ms if self._delays.model_ms is not None else model_ms) / 1000
+        self._arrive(model_at, lambda: self._policy.model_said(check.pause, probability))
         if hear is not None:
-            self.result.asr_ms.append((words_done - began) * 1000)
-            self._words_due[check.pause] = now + words_done - began
-            self._arrive(now + words_done - began, lambda: self._heard(text, now))
+            self.result.asr_ms.append(asr_ms)
+            words_at = now + (self._delays.asr_ms if self._delays.asr_ms is not None else asr_ms) / 1000
+            self._words_due[check.pause] = words_at
+            self._arrive(words_at, lambda: self._heard(text, now))
 
     def _heard(self, text: str, until: float) -> list[Decision]:
         self._words = text

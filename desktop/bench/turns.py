@@ -6,6 +6,7 @@ Silero with a short silence, the real Smart Turn model and (optionally) a specul
 each pause; the baseline is the same Silero with `min_silence_ms=600`, deciding when it reports.
 
     .venv/bin/python -m desktop.bench.turns [--no-words] [--max-wait-ms 2000] [--min-silence-ms 0]
+        [--model-ms 100 --asr-ms 400]  # fixed answer delays instead of the measured ones
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from audio.ports import RATE, Frame
 from audio.vad import SileroModel, Vad, VadConfig
 from desktop.bench.table import Row, Target, render, row
 from desktop.bench.turn_clips import TurnClip, turn_clips
-from desktop.bench.turn_sim import FRAME, PREROLL_S, Hear, Samples, SimClock, SimResult, TurnSim
+from desktop.bench.turn_sim import FRAME, PREROLL_S, Delays, Hear, Samples, SimClock, SimResult, TurnSim
 
 HANGOVER_MS = 600.0  # today's fixed end-of-speech silence
 TRAILING_S = 3.5  # silence after each clip: more than the longest wait
@@ -71,11 +72,15 @@ async def evaluate_turns(
     config: EndpointConfig | None = None,
     clips: Sequence[TurnClip] | None = None,
     vad_threshold: float = 0.5,
+    delays: Delays | None = None,
 ) -> TurnEval:
     """Every clip under the policy (`transcriber` None: no words, so the policy does not wait for them).
 
-    Load the models first (`preload`): a first call that loads them would count as latency.
+    Load the models first (`preload`): a first call that loads them would count as latency. `delays` fixes
+    how long the answers take (for figures that do not depend on the machine's load); the 600 ms hangover's
+    Whisper pass is timed alike.
     """
+    delays = delays or Delays()
     config = config or EndpointConfig(wait_for_words=transcriber is not None)
     silero, signal = SileroModel(), CancelSignal()
 
@@ -95,11 +100,12 @@ async def evaluate_turns(
         clock = SimClock()
         vad = Vad(VadConfig(vad_threshold, min_silence_ms=PAUSE_SILENCE_MS), silero)
         policy = EndpointPolicy(clock, config)
-        sim = await TurnSim(vad, policy, clock, judge, hear).run(audio)
+        sim = await TurnSim(vad, policy, clock, judge, hear, delays).run(audio)
         out.model_ms += sim.model_ms
         out.asr_ms += sim.asr_ms
         silero.reset()
-        baseline = await _hangover(Vad(VadConfig(vad_threshold, min_silence_ms=HANGOVER_MS), silero), audio, hear)
+        hangover_vad = Vad(VadConfig(vad_threshold, min_silence_ms=HANGOVER_MS), silero)
+        baseline = await _hangover(hangover_vad, audio, hear, delays.asr_ms)
         out.clips.append(_clip_turns(clip, sim, baseline))
     return out
 
@@ -110,7 +116,7 @@ class _Hangover:
     text_ready: float | None  # when a Whisper pass started at the last report would deliver
 
 
-async def _hangover(vad: Vad, audio: Samples, hear: Hear | None) -> _Hangover:
+async def _hangover(vad: Vad, audio: Samples, hear: Hear | None, asr_ms: float | None) -> _Hangover:
     """A fixed-hangover VAD: when it reports each end of speech, and the words of the last utterance after it."""
     ends, start = [], 0.0
     for offset in range(0, len(audio) - FRAME + 1, FRAME):
@@ -125,7 +131,8 @@ async def _hangover(vad: Vad, audio: Samples, hear: Hear | None) -> _Hangover:
     loop = asyncio.get_running_loop()
     began = loop.time()
     await hear(utterance)
-    return _Hangover(ends, ends[-1] + loop.time() - began)
+    took = loop.time() - began if asr_ms is None else asr_ms / 1000
+    return _Hangover(ends, ends[-1] + took)
 
 
 def _clip_turns(clip: TurnClip, sim: SimResult, baseline: _Hangover) -> ClipTurns:
@@ -191,10 +198,11 @@ async def _main(args: argparse.Namespace) -> None:
         await transcriber.preload(CancelSignal())
     config = EndpointConfig(wait_for_words=transcriber is not None)
     config = replace(config, max_wait_ms=args.max_wait_ms, min_silence_ms=args.min_silence_ms, reask_ms=args.reask_ms)
-    result = await evaluate_turns(model, transcriber, config)
+    result = await evaluate_turns(model, transcriber, config, delays=Delays(args.model_ms, args.asr_ms))
     print("\n".join(_details(result)))
     print()
-    print(render(turn_rows(result), [f"policy: {config}"]))
+    delays = f"answer delays: Smart Turn {args.model_ms or 'measured'}, Whisper {args.asr_ms or 'measured'} ms"
+    print(render(turn_rows(result), [f"policy: {config}", delays]))
 
 
 def main() -> None:
@@ -203,6 +211,8 @@ def main() -> None:
     parser.add_argument("--max-wait-ms", type=float, default=EndpointConfig.max_wait_ms)
     parser.add_argument("--min-silence-ms", type=float, default=EndpointConfig.min_silence_ms)
     parser.add_argument("--reask-ms", type=float, default=EndpointConfig.reask_ms)
+    parser.add_argument("--model-ms", type=float, help="fixed Smart Turn answer delay (default: measured)")
+    parser.add_argument("--asr-ms", type=float, help="fixed Whisper pass delay (default: measured)")
     asyncio.run(_main(parser.parse_args()))
 
 

@@ -8,6 +8,7 @@ from adapters.testing_speech import FakeTranscriber
 from adapters.testing_turn import FakeEndOfTurnModel
 from audio.endpoint import EndpointConfig
 from desktop.bench.turn_clips import TurnClip, turn_clips
+from desktop.bench.turn_sim import Delays
 from desktop.bench.turns import TurnEval, evaluate_turns, turn_rows
 
 pytestmark = pytest.mark.anyio
@@ -20,7 +21,10 @@ def _clips() -> list[TurnClip]:
 
 async def _evaluate(words: str, probability: float) -> TurnEval:
     config = EndpointConfig(max_wait_ms=2000)
-    return await evaluate_turns(FakeEndOfTurnModel(probability), FakeTranscriber(words), config, _clips())
+    delays = Delays(model_ms=20, asr_ms=60)  # simulated answer times: no dependence on the machine's load
+    return await evaluate_turns(
+        FakeEndOfTurnModel(probability), FakeTranscriber(words), config, _clips(), delays=delays
+    )
 
 
 def test_the_fixtures_hold_the_promised_set() -> None:
