@@ -6,7 +6,8 @@ reports `model_said(pause, p)`, and reports the transcript and how far it reache
 (a speculative final pass started at the same moment is what makes the words current). Then:
 
 - the configured minimum silence is a floor: no turn ends with less silence;
-- words that plainly stop mid-sentence ("about the") keep the turn open, up to the maximum wait;
+- words that plainly stop mid-sentence ("about the", or no full stop from a punctuating recogniser) keep
+  the turn open, up to the maximum wait; optionally, words that are not a question hold it a little longer;
 - otherwise a probability at or above `complete` ends the turn at once; a lower one is asked again
   every `reask_ms` of further silence, and the maximum wait ends the turn whatever the evidence says.
 
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from audio.events import SpeechEnded, SpeechStarted
-from audio.turn_words import looks_unfinished
+from audio.turn_words import is_question, looks_unfinished
 
 PAUSE_SILENCE_MS = 200.0  # the VAD's min_silence_ms under this policy: the silence that opens the question
 EndReason = Literal["model", "max_wait", "no_model"]
@@ -40,6 +41,8 @@ class EndpointConfig:
     wait_for_words: bool = True  # decide only once the transcript reaches the start of the silence
     use_model: bool = True  # False: words and silence only; finished-looking words end it after no_model_wait_ms
     no_model_wait_ms: float = 600.0
+    punctuated: bool = True  # the transcript marks sentence ends (Whisper): without a final . ? ! it goes on
+    statement_wait_ms: float = 0.0  # finished-looking words that are not a question hold the turn this long
 
 
 @dataclass(frozen=True)
@@ -132,7 +135,8 @@ class EndpointPolicy:
         pause, config, now = self._pause, self.config, self._clock.now()
         if pause is None:
             return None
-        times = [pause.silence_from + config.max_wait_ms / 1000, pause.silence_from + config.min_silence_ms / 1000]
+        times = [pause.silence_from + ms / 1000 for ms in (config.max_wait_ms, config.min_silence_ms)]
+        times.append(pause.silence_from + config.statement_wait_ms / 1000)
         if not config.use_model:
             times.append(pause.silence_from + config.no_model_wait_ms / 1000)
         if self._may_reask(pause):
@@ -162,7 +166,9 @@ class EndpointPolicy:
         if waited(config.max_wait_ms):
             return [self._end(pause, now, "max_wait")]
         words = self._words_of(pause)
-        if (words is None and config.wait_for_words) or (words is not None and looks_unfinished(words)):
+        if (words is None and config.wait_for_words) or (words is not None and self._unfinished(words)):
+            return []
+        if words is not None and not is_question(words) and not waited(config.statement_wait_ms):
             return []
         if not config.use_model:
             return [self._end(pause, now, "no_model")] if waited(config.no_model_wait_ms) else []
@@ -178,7 +184,10 @@ class EndpointPolicy:
         config, words = self.config, self._words_of(pause)
         if not config.use_model or config.reask_ms <= 0 or pause.pending or pause.probability is None:
             return False
-        return pause.probability < config.complete and not (words is not None and looks_unfinished(words))
+        return pause.probability < config.complete and not (words is not None and self._unfinished(words))
+
+    def _unfinished(self, words: str) -> bool:
+        return looks_unfinished(words, punctuated=self.config.punctuated)
 
     def _words_of(self, pause: _Pause) -> str | None:
         """The transcript, if it reaches the start of this pause's silence."""

@@ -154,6 +154,45 @@ def test_plainly_unfinished_words(text: str, unfinished: bool) -> None:
     assert looks_unfinished(text) is unfinished
 
 
+@pytest.mark.parametrize(
+    ("text", "unfinished"),
+    [
+        ("My favorite food is", True),
+        ("Set an alarm for seven", True),
+        ("Set an alarm for seven.", False),
+        ('He said "stop."', False),
+        ("What time is it?", False),
+        ("Wow!", False),
+        ("Tell me about the.", True),
+    ],
+)
+def test_a_punctuating_recogniser_marks_the_end_of_a_sentence(text: str, unfinished: bool) -> None:
+    assert looks_unfinished(text, punctuated=True) is unfinished
+
+
+async def test_words_without_a_full_stop_hold_the_turn() -> None:
+    clock = VirtualClock()
+    policy = EndpointPolicy(clock)
+    silence_from, check = await _pause(clock, policy)
+    policy.heard("My favorite food is", until=clock.now())
+    assert policy.model_said(check.pause, 0.98) == []
+    assert policy.deadline() == pytest.approx(silence_from + 2.0)
+
+
+async def test_a_statement_can_be_held_longer_than_a_question() -> None:
+    clock = VirtualClock()
+    policy = EndpointPolicy(clock, EndpointConfig(statement_wait_ms=1100))
+    silence_from, check = await _pause(clock, policy)
+    policy.heard("Remind me to water the plants.", until=clock.now())
+    assert policy.model_said(check.pause, 0.98) == []
+    assert policy.deadline() == pytest.approx(silence_from + 1.1)
+    await clock.advance(silence_from + 1.1 - clock.now())
+    assert policy.tick() == [TurnEnded(check.pause, silence_from, clock.now(), "model")]
+    silence_from, check = await _pause(clock, policy)
+    policy.heard("What time is it?", until=clock.now())
+    assert policy.model_said(check.pause, 0.98) == [TurnEnded(check.pause, silence_from, clock.now(), "model")]
+
+
 class _HandClock:
     def __init__(self, t: float) -> None:
         self.t = t

@@ -50,7 +50,7 @@ async def test_unfinished_words_hold_every_pause_until_the_speaker_goes_on() -> 
 
 
 async def test_finished_words_and_a_sure_model_end_at_every_pause() -> None:
-    result = await _evaluate("what time is it", 0.95)
+    result = await _evaluate("what time is it?", 0.95)
     by_name = {c.name: c for c in result.clips}
     assert by_name["rome_about"].turns == by_name["station_the"].turns == 2
     assert by_name["q_weather"].turns == 1
@@ -63,7 +63,7 @@ async def test_finished_words_and_a_sure_model_end_at_every_pause() -> None:
 
 
 async def test_a_doubting_model_is_asked_again_and_the_wait_is_bounded() -> None:
-    result = await _evaluate("what time is it", 0.1)
+    result = await _evaluate("what time is it?", 0.1)
     assert [c.turns for c in result.clips] == [1, 1, 1]
     assert {c.reason for c in result.clips} == {"max_wait"}
     assert len(result.model_ms) > 3 * len(result.clips), "asked again every 300 ms of silence"
