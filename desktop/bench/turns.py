@@ -164,11 +164,13 @@ def turn_rows(result: TurnEval) -> list[Row]:
     split_complete = float(sum(c.cut_off for c in result.clips if c.kind != "paused"))
     rate, rate_600 = 100 * cut / max(1, len(paused)), 100 * cut_600 / max(1, len(paused))
 
-    def values(name: str) -> list[float]:
-        return [v for c in result.clips if (v := getattr(c, name)) is not None]
+    def values(name: str, kind: str | None = None) -> list[float]:
+        clips = [c for c in result.clips if kind is None or c.kind == kind]
+        return [v for c in clips if (v := getattr(c, name)) is not None]
 
     return [
         row("eot_ms", values("eot_ms"), None, note=f"end of speech -> turn decided, {len(result.clips)} clips"),
+        row("eot_ms_complete", values("eot_ms", "complete"), None, note="the complete questions only"),
         row("eot_ms_600ms", values("eot_ms_600ms"), None, note="the same with a fixed 600 ms hangover"),
         row("text_ready_ms", values("text_ms"), None, note="end of speech -> decided and its words ready"),
         row("text_ready_ms_600ms", values("text_ms_600ms"), None, note="600 ms hangover, then one Whisper pass"),
