@@ -7,6 +7,7 @@ import pytest
 from adapters.testing_speech import FakeTranscriber
 from adapters.testing_turn import FakeEndOfTurnModel
 from audio.endpoint import EndpointConfig
+from desktop.bench.turn_accuracy import accuracy
 from desktop.bench.turn_clips import TurnClip, turn_clips
 from desktop.bench.turn_sim import Delays
 from desktop.bench.turns import TurnEval, evaluate_turns, turn_rows
@@ -67,3 +68,10 @@ async def test_a_doubting_model_is_asked_again_and_the_wait_is_bounded() -> None
     assert [c.turns for c in result.clips] == [1, 1, 1]
     assert {c.reason for c in result.clips} == {"max_wait"}
     assert len(result.model_ms) > 3 * len(result.clips), "asked again every 300 ms of silence"
+
+
+async def test_the_model_accuracy_counts_pauses_and_ends_apart() -> None:
+    result = await accuracy(FakeEndOfTurnModel(0.9), 0.2, _clips())
+    assert (result.pauses, result.ends) == (2, 3)
+    assert (result.pauses_right, result.ends_right) == (0, 3), "always 'complete': every pause is wrong"
+    assert sorted(result.wrong) == ["rome_about@1=0.90", "station_the@1=0.90"]
