@@ -10,6 +10,7 @@ from the same recurrent context as without the gate.
 from __future__ import annotations
 
 import collections
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,5 +182,5 @@ class Vad:
 
 
 def _dbfs(window: np.ndarray) -> float:
-    power = float(np.mean(np.square(window, dtype=np.float64)))
-    return 10.0 * float(np.log10(power)) if power > 0 else -200.0
+    power = float(np.dot(window, window)) / len(window)
+    return 10.0 * math.log10(power) if power > 0 else -200.0
