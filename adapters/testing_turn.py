@@ -1,0 +1,51 @@
+"""A first-class fake of the end-of-turn contract: scripted answers, the real adapter's thread and cancellation.
+
+It answers in one blocking step in a worker thread (checking the stop flag), so pipeline tests see
+the same quiescence behaviour as with Smart Turn, in milliseconds and without a model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from adapters.asr.resample import resample, to_mono_float32
+from adapters.asr.worker import Worker
+from adapters.contract.cancel import CancelSignal
+from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples
+from adapters.contract.workers import StopFlag
+
+FAKE_TURN_WORKER = Worker("parley-fake-turn")
+Answer = Callable[[Samples], float]
+
+
+class FakeEndOfTurnModel:
+    """Answers `answer(audio)` (or a fixed probability) after `step_s` of thread time, unless stopped first."""
+
+    def __init__(self, answer: Answer | float = 0.9, *, step_s: float = 0.005) -> None:
+        self._answer: Answer = answer if callable(answer) else _constant(float(answer))
+        self._step_s = step_s
+        self.calls: list[float] = []  # duration of each judged input, seconds
+
+    @property
+    def busy(self) -> int:
+        return FAKE_TURN_WORKER.active
+
+    async def predict(self, samples: Samples, signal: CancelSignal, *, sample_rate: int = ASR_SAMPLE_RATE) -> float:
+        if signal.cancelled:
+            raise asyncio.CancelledError
+        audio = resample(to_mono_float32(samples), sample_rate, ASR_SAMPLE_RATE)
+        self.calls.append(len(audio) / ASR_SAMPLE_RATE)
+        result = await FAKE_TURN_WORKER.run(lambda stop: self._judge(audio, stop), signal)
+        if result is None or signal.cancelled:
+            raise asyncio.CancelledError
+        return result
+
+    def _judge(self, audio: Samples, stop: StopFlag) -> float | None:
+        if stop.wait(self._step_s):
+            return None
+        return min(max(float(self._answer(audio)), 0.0), 1.0)
+
+
+def _constant(probability: float) -> Answer:
+    return lambda _audio: probability
