@@ -9,11 +9,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from adapters.asr.resample import resample, to_mono_float32
-from adapters.asr.worker import Worker
 from adapters.contract.cancel import CancelSignal
+from adapters.contract.pcm import resample, to_mono_float32
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples
-from adapters.contract.workers import StopFlag
+from adapters.contract.workers import StopFlag, Worker
 
 FAKE_TURN_WORKER = Worker("parley-fake-turn")
 Answer = Callable[[Samples], float]

@@ -10,7 +10,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from adapters.asr.worker import Worker
+from adapters.contract.workers import Worker
 from adapters.llm.models import ModelError, ModelNotFound
 from adapters.turn.features import WINDOW, log_mel
 from adapters.turn.smart_turn import SmartTurn, default_model_path, shared_session

@@ -17,11 +17,10 @@ import numpy as np
 import onnxruntime
 from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
 
-from adapters.asr.resample import resample, to_mono_float32
-from adapters.asr.worker import Worker
 from adapters.contract.cancel import CancelSignal
+from adapters.contract.pcm import resample, to_mono_float32
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples
-from adapters.contract.workers import StopFlag
+from adapters.contract.workers import StopFlag, Worker
 from adapters.llm.models import ModelError, ModelNotFound, find_in_distribution
 from adapters.turn.features import FRAMES, MELS, log_mel
 

@@ -27,7 +27,7 @@ Samples = npt.NDArray[np.float32]
 Judge = Callable[[Samples], Awaitable[float]]  # the end-of-turn model
 Hear = Callable[[Samples], Awaitable[str]]  # a transcription pass
 FRAME = 320  # 20 ms, what the microphone delivers
-PREROLL_S = 0.4  # audio kept from before the VAD's onset (desktop/voice/ears.py)
+PREROLL_S = 0.4  # audio kept from before the VAD's onset (desktop/pipeline/ears.py)
 
 
 @dataclass(frozen=True)
