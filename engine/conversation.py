@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.contract import CancelCause, Disposed, LlmAdapter, LlmFailure
+from adapters.contract.llm import FailureCode
 from adapters.contract.tasks import open_tasks
 from engine.clock import Clock, MonotonicClock
 from engine.events import (
@@ -34,8 +35,8 @@ from engine.turn import Answered, Turn
 
 VERSION = "0.1.0"
 log = logging.getLogger(__name__)
-TOO_MANY_STEPS = "TOO_MANY_STEPS"
-INTERNAL = "INTERNAL"
+TOO_MANY_STEPS = FailureCode.TOO_MANY_STEPS
+INTERNAL = FailureCode.INTERNAL
 
 
 @dataclass
