@@ -225,7 +225,8 @@ class Conversation:
 
 
 def _outcome(turn: Turn, answered: Answered) -> tuple[str, LlmFailure | None]:
-    if answered.cancelled or turn.signal.cancelled:
+    """Decided by how the answer ended: work disposed of after it does not make a finished answer aborted."""
+    if answered.cancelled:
         return "aborted", None
     error = answered.error
     if error is None:
