@@ -14,6 +14,7 @@ from typing import Protocol
 
 import anyio
 
+from adapters.contract.tasks import open_tasks
 from audio.events import BargeIn, BargeInConfirmed, FalseBargeInResumed
 from audio.ports import Clock
 
@@ -114,9 +115,10 @@ class BargeInDetector:
         """Ask `has_words` (bounded by the window, on the injected clock); resume on a clear "no", confirm otherwise.
         Whichever ends first cancels the other, and both have ended when this returns."""
         answers: list[bool] = []
-        async with anyio.create_task_group() as group:
-            group.start_soon(self._ask, has_words, answers, group.cancel_scope)
-            group.start_soon(self._window, group.cancel_scope)
+        with anyio.CancelScope() as done:
+            async with open_tasks() as tasks:
+                tasks.start(self._ask, has_words, answers, done, name="barge-in:words")
+                tasks.start(self._window, done, name="barge-in:window")
         words = answers[0] if answers else None
         if words is False and self._pending is barge_in:
             self._pending = None

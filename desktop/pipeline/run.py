@@ -8,10 +8,9 @@ from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from adapters.asr.whisper import WhisperTranscriber
 from adapters.contract.private_files import private_dir, write_private_text
+from adapters.contract.workers import run_blocking
 from adapters.llm.secret import Secret, load_api_key
 from adapters.tts.piper_voice import PiperSynthesizer
 from audio.wav import load_wav
@@ -32,7 +31,7 @@ from engine.retry import Budgets
 
 async def run_session(scenario: Scenario | None, texts: list[str], config: Config, out: Path, fast: bool) -> str:
     """Play the scenario (or the typed texts), write journal.jsonl, output.wav and report.json; return the report."""
-    await anyio.to_thread.run_sync(private_dir, out)  # 0700 when Parley creates it: the files hold the conversation
+    await run_blocking(lambda: private_dir(out))  # 0700 when Parley creates it: the files hold the conversation
     for say in scenario.says if scenario else ():
         if say.wav is not None:
             load_wav(say.wav)  # a corrupt or unreadable WAV fails here, before anything starts
