@@ -62,6 +62,11 @@ class EchoCanceller:
             self._apm = self._module()
 
     @property
+    def idle(self) -> bool:
+        """Nothing has played for longer than the echo lasts."""
+        return self._quiet_s > ECHO_TAIL_S
+
+    @property
     def has_reference(self) -> bool:
         return self._reference is not None
 

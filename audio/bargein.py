@@ -23,6 +23,7 @@ from audio.ports import Clock
 Fact = BargeIn | BargeInConfirmed | FalseBargeInResumed | OnsetPaused | OnsetResumed
 ONSET_HOLD_S = 0.25  # an onset pause ends this long after the last sign of sound, unless the VAD hears speech
 ONSET_MAX_S = 1.2  # and at the latest this long after the onset, unless a barge-in took it over
+ONSET_LEAD_S = 0.3  # an onset this much before the VAD's speech run is where that speech began
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,8 @@ class BargeInDetector:
         onset, self._onset = self._onset, None
         start = audio_time - voiced_ms / 1000.0
         if onset is not None:  # the output is paused already: the barge-in takes the pause over
-            return self._fire(BargeIn(min(start, onset.at), "vad", audio_time, onset.paused_at), pause=False)
+            at = onset.at if start - ONSET_LEAD_S <= onset.at <= start else start
+            return self._fire(BargeIn(at, "vad", audio_time, onset.paused_at), pause=False)
         return self._fire(BargeIn(start, "vad", audio_time))
 
     def _is_echo(self, echo: EchoEvidence) -> bool:

@@ -65,7 +65,12 @@ class FileSource:
 
 
 class RecordingSink(CoreSink):
-    """A speaker that renders a block every `block_s`, audible `latency_s` later, and records all of it."""
+    """A speaker that renders a block every `block_s`, audible `latency_s` later, and records all of it.
+
+    Like a real device, a stream restarted after a pause or stop (`_flush`) is not seamless with the one before:
+    it starts with `restart_skew_s` less queued (PulseAudio: ~26 ms), so its blocks play that much earlier than
+    the dropped ones would have. The recording stays on the clock (index / rate after `recording_start`).
+    """
 
     def __init__(
         self,
@@ -74,10 +79,13 @@ class RecordingSink(CoreSink):
         rate: int = 22050,
         block_s: float = 0.01,
         latency_s: float = 0.03,
+        restart_skew_s: float = 0.01,
         path: str | Path | None = None,
     ) -> None:
         super().__init__(clock, rate, max(1, round(rate * block_s)))
         self.latency_s = latency_s
+        self.restart_skew_s = restart_skew_s
+        self._skew = 0  # samples the restarts moved the timeline earlier
         self._path = Path(path) if path is not None else None
         self._blocks: list[np.ndarray] = []
         self._task: asyncio.Task[None] | None = None
@@ -104,13 +112,24 @@ class RecordingSink(CoreSink):
             if seen + len(block) > keep:
                 block[max(0, keep - seen) :] = 0.0
             seen += len(block)
+        self._restart(min(round(self.restart_skew_s * self.rate), max(0, seen - keep)))
         super()._flush()
+
+    def _restart(self, skew: int) -> None:
+        """The new stream plays `skew` samples earlier: drop that much of the (silenced) tail."""
+        self._skew += skew
+        while skew > 0 and self._blocks:
+            last = self._blocks[-1]
+            if len(last) <= skew:
+                skew -= len(self._blocks.pop())
+            else:
+                self._blocks[-1], skew = last[: len(last) - skew], 0
 
     async def _run(self) -> None:
         k = 0
         while True:
             block = np.zeros(self._block, dtype=np.float32)
-            self._core.render(block, self._t0 + k * self.block_s + self.latency_s)
+            self._core.render(block, self._t0 + k * self.block_s + self.latency_s - self._skew / self.rate)
             self._blocks.append(block)
             k += 1
             await self._clock.sleep(self._t0 + k * self.block_s - self._clock.now())
@@ -125,13 +144,41 @@ class RecordingSink(CoreSink):
 
 
 class EchoMixer:
-    """Wraps a source: each frame also hears `gain` x what `sink` played `delay_s` earlier (loudspeaker echo)."""
+    """Wraps a source: each frame also hears what `sink` played, as a loudspeaker and microphone would: `gain`
+    times the played signal `delay_s` earlier, through a path that is not a perfect copy (issue 12: the real
+    loopback beat every guard that an exact copy never tested).
 
-    def __init__(self, source: AudioSource, sink: AudioSink, *, gain: float = 0.5, delay_s: float = 0.04) -> None:
+    - `jitter_s`: the delay wanders within +-jitter_s (a sound server's adaptive resampling);
+    - `drift_ppm`: the speaker's clock runs this much faster than the microphone's, so the delay creeps;
+    - `nonlinearity`: soft clipping of a loudspeaker driven hard (0: linear; 1: tanh at full scale);
+    - `noise_db`: the room's noise floor at the microphone (dBFS; None: none).
+    The delay is fractional and read by interpolation, i.e. the echo is resampled, as on a real path.
+    """
+
+    def __init__(
+        self,
+        source: AudioSource,
+        sink: AudioSink,
+        *,
+        gain: float = 0.5,
+        delay_s: float = 0.04,
+        jitter_s: float = 0.002,
+        drift_ppm: float = 200.0,
+        nonlinearity: float = 0.3,
+        noise_db: float | None = -70.0,
+        seed: int = 12,
+    ) -> None:
         self._source = source
         self._tap = sink.tap()
         self.gain = gain
         self.delay_s = delay_s
+        self.jitter_s = jitter_s
+        self.drift_ppm = drift_ppm
+        self.nonlinearity = nonlinearity
+        self.noise_db = noise_db
+        self._rng = np.random.default_rng(seed)
+        self._wander = 0.0  # the jitter's current offset (s), a bounded random walk
+        self._t0: float | None = None
 
     @property
     def dropped(self) -> int:
@@ -143,9 +190,27 @@ class EchoMixer:
     async def frames(self) -> AsyncIterator[Frame | CaptureFailed]:
         async for item in self._source.frames():
             if isinstance(item, Frame):
-                echo = self._tap.read(item.at - self.delay_s, len(item.samples))
-                item = Frame(item.samples + np.float32(self.gain) * echo, item.at, item.position)
+                item = Frame(item.samples + self._echo(item.at, len(item.samples)), item.at, item.position)
             yield item
+
+    def _echo(self, at: float, n: int) -> np.ndarray:
+        if self._t0 is None:
+            self._t0 = at
+        step = self.jitter_s * 0.1
+        self._wander = float(np.clip(self._wander + self._rng.uniform(-step, step), -self.jitter_s, self.jitter_s))
+        delay_start = self.delay_s + self._wander + self.drift_ppm * 1e-6 * (at - self._t0)
+        delay_end = delay_start + self.drift_ppm * 1e-6 * n / RATE
+        margin = 4
+        lead = int(np.floor(delay_start * RATE)) + margin
+        window = self._tap.read(at - lead / RATE, n + 2 * margin + int(np.ceil((delay_end - delay_start) * RATE)))
+        positions = lead + np.arange(n) - np.linspace(delay_start, delay_end, n, endpoint=False) * RATE
+        echo = np.interp(positions, np.arange(len(window)), window) * self.gain
+        if self.nonlinearity > 0:
+            k = self.nonlinearity
+            echo = np.tanh(k * echo) / k
+        if self.noise_db is not None:
+            echo = echo + self._rng.standard_normal(n) * 10 ** (self.noise_db / 20)
+        return np.asarray(echo, dtype=np.float32)
 
     async def close(self) -> None:
         await self._source.close()

@@ -156,6 +156,9 @@ class Listener:
             chunk, self._pending = self._pending[:CHUNK], self._pending[CHUNK:]
             at = self._pending_at
             self._pending_at += CHUNK / RATE
+            if not self._attentive():
+                self._loud_chunks = 0
+                continue  # idle listening: nothing played lately and no reply to interrupt
             played = self.echo.played(at, CHUNK) if self.echo is not None else np.zeros(CHUNK, np.float32)
             heard = self.path.step(chunk, played, at, quiet=self._quiet())
             self._chunks.append(heard)
@@ -165,6 +168,11 @@ class Listener:
                 onset = at - (ONSET_CHUNKS - 1) * CHUNK / RATE if self._loud_chunks == ONSET_CHUNKS else at
                 if (paused := detector.onset(onset)) is not None:
                     on_event(paused)
+
+    def _attentive(self) -> bool:
+        """Worth holding against the echo path: a reply to interrupt, or an echo to learn from."""
+        armed = self.barge_in is not None and self.barge_in.armed
+        return armed or (self.echo is not None and self.echo.enabled and not self.echo.idle)
 
     def _quiet(self) -> bool:
         """Nobody known to be talking, so the microphone may teach the echo path. The VAD tells only when it

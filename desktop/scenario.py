@@ -31,8 +31,33 @@ class Say:
 
 @dataclass(frozen=True)
 class Echo:
+    """[echo]: the loudspeaker heard by the microphone. Beyond gain and delay, what a real path does (defaults:
+    audio.fixtures.EchoMixer's, a realistic one): the delay wanders (jitter_ms) and creeps (drift_ppm), the
+    speaker clips softly (nonlinearity), the room hums (noise_db), and the speaker's stream restarts after a
+    pause or stop with less queued than before (restart_skew_ms)."""
+
     gain: float
     delay_ms: float
+    jitter_ms: float = 2.0
+    drift_ppm: float = 200.0
+    nonlinearity: float = 0.3
+    noise_db: float | None = -70.0
+    restart_skew_ms: float = 10.0
+
+    def mixer_options(self) -> dict[str, float | None]:
+        """Keyword arguments for audio.fixtures.EchoMixer."""
+        return {
+            "gain": self.gain,
+            "delay_s": self.delay_ms / 1000,
+            "jitter_s": self.jitter_ms / 1000,
+            "drift_ppm": self.drift_ppm,
+            "nonlinearity": self.nonlinearity,
+            "noise_db": self.noise_db,
+        }
+
+    def sink_options(self) -> dict[str, float]:
+        """Keyword arguments for audio.fixtures.RecordingSink."""
+        return {"restart_skew_s": self.restart_skew_ms / 1000}
 
 
 @dataclass(frozen=True)
@@ -98,12 +123,25 @@ def _check_order(path: Path, says: tuple[Say, ...]) -> None:
             raise ScenarioError(f"{path}: [[say]] #1 has no reply before it; give it an 'at' time")
 
 
+ECHO_KEYS = {  # key: (lowest, highest) allowed
+    "gain": (0.0, 2.0),
+    "delay_ms": (0.0, 1000.0),
+    "jitter_ms": (0.0, 50.0),
+    "drift_ppm": (-1000.0, 1000.0),
+    "nonlinearity": (0.0, 3.0),
+    "noise_db": (-120.0, -20.0),
+    "restart_skew_ms": (0.0, 100.0),
+}
+
+
 def _echo(path: Path, raw: Any) -> Echo | None:
     if raw is None:
         return None
-    if not isinstance(raw, dict) or set(raw) - {"gain", "delay_ms"}:
-        raise ScenarioError(f"{path}: [echo] takes only gain and delay_ms")
-    gain, delay = raw.get("gain", 0.4), raw.get("delay_ms", 40)
-    if not (isinstance(gain, int | float) and 0 <= gain <= 2 and isinstance(delay, int | float) and delay >= 0):
-        raise ScenarioError(f"{path}: [echo] gain must be 0..2 and delay_ms >= 0")
-    return Echo(float(gain), float(delay))
+    if not isinstance(raw, dict) or set(raw) - set(ECHO_KEYS):
+        raise ScenarioError(f"{path}: [echo] takes only {', '.join(ECHO_KEYS)}")
+    for key, value in raw.items():
+        low, high = ECHO_KEYS[key]
+        if not isinstance(value, int | float) or isinstance(value, bool) or not low <= value <= high:
+            raise ScenarioError(f"{path}: [echo] {key} must be a number from {low:g} to {high:g}")
+    values = {key: float(value) for key, value in raw.items()}
+    return Echo(values.pop("gain", 0.4), values.pop("delay_ms", 40.0), **values)

@@ -31,6 +31,24 @@ def test_a_full_scenario_parses(tmp_path: Path) -> None:
     assert scenario.echo.delay_ms == 40
 
 
+def test_echo_realism_keys_reach_the_fixture_devices(tmp_path: Path) -> None:
+    from audio.fixtures import EchoMixer, FileSource, RecordingSink
+    from engine.testing.clock import VirtualClock
+
+    path = _scenario(
+        tmp_path,
+        '[[say]]\nwav = "hello.wav"\nat = 0.5\n\n[echo]\ngain = 1.0\ndelay_ms = 120\njitter_ms = 5\n'
+        "drift_ppm = -300\nnonlinearity = 0\nnoise_db = -60\nrestart_skew_ms = 26\n",
+    )
+    echo = load_scenario(path).echo
+    assert echo is not None
+    clock = VirtualClock()
+    sink = RecordingSink(clock, **echo.sink_options())
+    mixer = EchoMixer(FileSource(clock), sink, **echo.mixer_options())  # type: ignore[arg-type]
+    assert (mixer.gain, mixer.delay_s, mixer.jitter_s, mixer.drift_ppm) == (1.0, 0.12, 0.005, -300.0)
+    assert (mixer.nonlinearity, mixer.noise_db, sink.restart_skew_s) == (0.0, -60.0, 0.026)
+
+
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
@@ -42,6 +60,8 @@ def test_a_full_scenario_parses(tmp_path: Path) -> None:
         ('[[say]]\nwav = "hello.wav"\nafter_reply_ends = 1\n', "no reply before it"),
         ("[mic]\nx = 1\n", "unknown table 'mic'"),
         ("[[say]\n", "not valid TOML"),
+        ('[[say]]\nwav = "hello.wav"\nat = 0\n[echo]\nreverb = 1\n', r"\[echo\] takes only gain, delay_ms"),
+        ('[[say]]\nwav = "hello.wav"\nat = 0\n[echo]\njitter_ms = -1\n', "jitter_ms must be a number from 0 to 50"),
     ],
 )
 def test_bad_scenarios_name_the_problem(tmp_path: Path, text: str, needle: str) -> None:
