@@ -149,6 +149,8 @@ class Listener:
 
     def _hear(self, frame: Frame, on_event: Callable[[ListenEvent], None]) -> None:
         """The raw microphone against the echo path, 10 ms at a time: onsets pause the output."""
+        if self.barge_in is not None and self.barge_in.protected != self.protected:
+            self.barge_in.set_protected(self.protected)  # a detector attached after protection changed
         if len(self._pending) == 0:
             self._pending_at = frame.at
         self._pending = np.concatenate([self._pending, frame.samples])
@@ -189,13 +191,12 @@ class Listener:
         if echo.failure != self._failure:
             self._failure = echo.failure
             self._report(monitor.failed(echo.failure, raw.at), on_event)
-        recent = [c for c in self._chunks if c.at >= raw.at]
+        recent = [c for c in list(self._chunks)[-8:] if c.at >= raw.at]
         explained = sum(c.explained for c in recent)
         power = sum(c.power for c in recent)
         unexplained = sum(c.unexplained for c in recent)
-        echo_only = (
-            self._quiet() and explained >= ECHO_POWER * len(recent) > 0 and power > 0.1 * explained > 10 * unexplained
-        )
+        # the path explains what the microphone hears, so nobody talks (not the VAD: it hears a failing canceller)
+        echo_only = explained >= ECHO_POWER * len(recent) > 0 and power > 0.1 * explained > 10 * unexplained
         gain = float(np.max(self.path.gains)) if self.path.calibrated else None
         raw_energy = _power(raw.samples) * len(raw.samples)
         clean_energy = sum(_power(f.samples) * len(f.samples) for f in cleaned)

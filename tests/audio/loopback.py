@@ -125,9 +125,13 @@ class Loopback:
     def _on_event(self, event: object) -> None:
         self._events.append((time.monotonic(), event))
         if isinstance(event, BargeIn) and not self._user_at(event.at):
-            task = asyncio.ensure_future(self.detector.resolve(event, _no_words))  # Parley's voice: count, go on
+            task = asyncio.ensure_future(self._dismiss(event))  # Parley's own voice: count it, go on
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+    async def _dismiss(self, barge_in: BargeIn) -> None:
+        await self.detector.resolve(barge_in, _no_words)
+        self.player.resume()  # even when a disarm resolved it first: the rig counts, the reply plays on
 
     def _user_at(self, at: float) -> bool:
         return any(start - 0.2 <= at <= end + 0.5 for start, end in self._user_windows)
