@@ -21,7 +21,11 @@ CHUNK = RATE // 100  # 10 ms
 WINDOW = 2 * CHUNK  # spectra over 20 ms, every 10 ms
 EDGES_HZ = (100, 300, 600, 1200, 2400, 4000, 8001)
 MAX_DELAY_S = 0.4  # the longest acoustic path + device latencies looked for
-DELAY_EVERY = 25  # chunks of playback between delay estimates
+DELAY_EVERY = 50  # chunks of playback between delay estimates
+DELAY_FIRST = 25  # the first estimate, a quarter second into the first reply
+MAX_LAG_CHUNKS = round(MAX_DELAY_S * 100)
+NO_ECHO_AFTER = 2  # estimates finding no echo before the path is taken for a headset's (learned from the loudest)
+DECIMATE = 4  # the delay is looked for at 4 kHz (a 0.25 ms grid, for a 10 ms one needed)
 DELAY_MIN_CORRELATION = 0.35  # below this the microphone holds more than the echo: no estimate
 SPREAD = 3  # chunks either side of the delay the echo may come from (a drifting loopback, a room's early echoes)
 DECAY = 10 ** (-1.5 / 10)  # a room's echo dies away no faster than 1.5 dB per 10 ms
@@ -51,9 +55,10 @@ _HANN = np.hanning(WINDOW + 2)[1:-1]
 _SCALE = 2.0 / float(np.sum(_HANN**2))  # with / WINDOW: band powers in mean-square units (Parseval)
 
 
-def band_powers(window: np.ndarray) -> np.ndarray:
-    spectrum = np.abs(np.fft.rfft(window * _HANN)) ** 2
-    return np.asarray(_BANDS @ spectrum * (_SCALE / WINDOW))
+def band_powers(windows: np.ndarray) -> np.ndarray:
+    """Mean-square power per band of each row (WINDOW samples) of `windows`."""
+    spectrum = np.abs(np.fft.rfft(windows * _HANN, axis=-1)) ** 2
+    return np.asarray(spectrum @ _BANDS.T * (_SCALE / WINDOW))
 
 
 class EchoPath:
@@ -64,50 +69,62 @@ class EchoPath:
         self.delay_chunks: int | None = None  # acoustic delay, once measured
         self.gains = np.ones(bands)  # per-band echo gain: 1 (as loud as played) until measured
         self.calibrated = False
-        self._ref_powers: collections.deque[np.ndarray] = collections.deque(maxlen=round(MAX_DELAY_S * 100) + 8)
-        self._mic_tail = np.zeros(CHUNK)
-        self._ref_tail = np.zeros(CHUNK)
+        self._ring = np.zeros((round(MAX_DELAY_S * 100) + 2 * SPREAD + 2, bands))  # played band powers per chunk
+        self._steps = 0
+        self._windows = np.zeros((2, WINDOW))  # the last 20 ms of microphone and played audio
         self._mic_hist: collections.deque[np.ndarray] = collections.deque(maxlen=100)
-        self._ref_hist: collections.deque[np.ndarray] = collections.deque(maxlen=100 + round(MAX_DELAY_S * 100))
+        self._ref_hist: collections.deque[np.ndarray] = collections.deque(maxlen=100 + MAX_LAG_CHUNKS)
         self._held = np.zeros(bands)
         self._noise = np.full(bands, 1e-9)
         self._active_chunks = 0
+        self._unfound = 0  # delay estimates in a row that found no echo
         self._learned = 0
 
     def step(self, mic: np.ndarray, ref: np.ndarray, at: float, *, quiet: bool) -> ChunkEcho:
         """`quiet`: nobody is known to be talking, so what the microphone hears now may teach the path."""
-        mic = np.asarray(mic, dtype=np.float64)
-        ref = np.asarray(ref, dtype=np.float64)
-        mic_bands = band_powers(np.concatenate([self._mic_tail, mic]))
-        ref_bands = band_powers(np.concatenate([self._ref_tail, ref]))
-        self._mic_tail, self._ref_tail = mic, ref
-        self._ref_powers.append(ref_bands)
-        self._mic_hist.append(mic)
-        self._ref_hist.append(ref)
+        windows = self._windows
+        windows[:, :CHUNK] = windows[:, CHUNK:]
+        windows[0, CHUNK:], windows[1, CHUNK:] = mic, ref
+        mic_bands, ref_bands = band_powers(windows)
+        self._ring[self._steps % len(self._ring)] = ref_bands
+        self._steps += 1
+        self._mic_hist.append(windows[0, CHUNK:].reshape(-1, DECIMATE).mean(axis=1))
+        self._ref_hist.append(windows[1, CHUNK:].reshape(-1, DECIMATE).mean(axis=1))
         self._track_delay(ref_bands)
         echo = self._explained()
         if quiet:
             self._learn(mic_bands)
         self._noise = np.where(mic_bands < self._noise, mic_bands, self._noise * 1.002 + 1e-12)
         excess = mic_bands - MARGIN * echo - NOISE_MARGIN * self._noise
-        return ChunkEcho(at, float(np.mean(mic * mic)), float(np.sum(echo)), float(np.sum(np.maximum(excess, 0))))
+        power = float(np.sum(mic_bands))  # over the same 20 ms as the bands
+        return ChunkEcho(at, power, float(np.sum(echo)), float(np.sum(np.maximum(excess, 0))))
+
+    def _played(self, ago: int) -> np.ndarray:
+        """Band powers of the chunk played `ago` chunks before the latest one (the ring holds enough)."""
+        return np.asarray(self._ring[(self._steps - 1 - ago) % len(self._ring)])
 
     def _explained(self) -> np.ndarray:
         """Per band: the echo the played signal can explain now (the loudest it could be within the spread)."""
-        powers = list(self._ref_powers)
+        latest = round(MAX_DELAY_S * 100)
         if self.delay_chunks is None:
-            recent = powers[-(round(MAX_DELAY_S * 100) + 1) :]
+            ages = range(min(self._steps, latest + 1))
         else:
-            end = len(powers) - self.delay_chunks
-            recent = powers[max(0, end - 1 - SPREAD) : max(0, end + SPREAD)]
-        now = self.gains * np.max(recent, axis=0) if recent else np.zeros(len(_BANDS))
+            ages = range(max(0, self.delay_chunks - SPREAD), min(self._steps, self.delay_chunks + SPREAD + 1))
+        rows = [(self._steps - 1 - age) % len(self._ring) for age in ages]
+        now = self.gains * np.max(self._ring[rows], axis=0) if rows else np.zeros(len(_BANDS))
         self._held = np.maximum(now, self._held * DECAY)
         return self._held
 
     def _learn(self, mic_bands: np.ndarray) -> None:
-        if self.delay_chunks is None or len(self._ref_powers) <= self.delay_chunks:
-            return
-        ref = self._ref_powers[-1 - self.delay_chunks]
+        """Move the gains toward what the microphone shows. Before the delay is known (or when there is no echo to
+        find it by, as with a headset) against the loudest of what could echo now."""
+        if self.delay_chunks is not None and self._steps > self.delay_chunks:
+            ref = self._played(self.delay_chunks)
+        elif self.delay_chunks is None and self._unfound >= NO_ECHO_AFTER:
+            ages = range(min(self._steps, round(MAX_DELAY_S * 100) + 1))
+            ref = np.max(self._ring[[(self._steps - 1 - age) % len(self._ring) for age in ages]], axis=0)
+        else:
+            return  # the echo may be there, its delay not yet known: keep assuming the worst
         active = ref > ACTIVE_POWER
         if not np.any(active):
             return
@@ -121,13 +138,18 @@ class EchoPath:
         if np.sum(ref_bands) < ACTIVE_POWER:
             return
         self._active_chunks += 1
-        if self._active_chunks % DELAY_EVERY or len(self._ref_hist) < self._ref_hist.maxlen:  # type: ignore[operator]
+        span = min(len(self._mic_hist), len(self._ref_hist) - MAX_LAG_CHUNKS)  # chunks of microphone to match
+        first = self._active_chunks == DELAY_FIRST
+        if (self._active_chunks % DELAY_EVERY and not first) or span < DELAY_FIRST:
             return
-        mic = np.concatenate(list(self._mic_hist))
-        ref = np.concatenate(list(self._ref_hist))
-        lag, correlation = best_lag(mic, ref, round(MAX_DELAY_S * RATE))
+        mic = np.concatenate(list(self._mic_hist)[-span:])
+        ref = np.concatenate(list(self._ref_hist)[-(span + MAX_LAG_CHUNKS) :])
+        lag, correlation = best_lag(mic, ref, round(MAX_DELAY_S * RATE / DECIMATE))
         if correlation >= DELAY_MIN_CORRELATION:
-            self.delay_chunks = round(lag / CHUNK)
+            self.delay_chunks = round(lag * DECIMATE / CHUNK)
+            self._unfound = 0
+        else:
+            self._unfound += 1
 
 
 def best_lag(mic: np.ndarray, ref: np.ndarray, max_lag: int) -> tuple[int, float]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import itertools
 from collections.abc import Callable
 
 import numpy as np
@@ -191,7 +192,7 @@ class Listener:
         if echo.failure != self._failure:
             self._failure = echo.failure
             self._report(monitor.failed(echo.failure, raw.at), on_event)
-        recent = [c for c in list(self._chunks)[-8:] if c.at >= raw.at]
+        recent = [c for c in itertools.islice(reversed(self._chunks), 4) if c.at >= raw.at]
         explained = sum(c.explained for c in recent)
         power = sum(c.power for c in recent)
         unexplained = sum(c.unexplained for c in recent)

@@ -49,8 +49,10 @@ class Tally:
     false_onsets: list[float] = field(default_factory=list)  # onset pauses with no user talking
     caught: list[bool] = field(default_factory=list)  # per user utterance: did it interrupt?
     stop_ms: list[float] = field(default_factory=list)  # user's signal onset -> output paused
+    lost: list[str] = field(default_factory=list)  # echo protection lost: why
 
     def add(self, other: Tally) -> None:
+        self.lost += other.lost
         self.self_fired += other.self_fired
         self.false_onsets += other.false_onsets
         self.caught += other.caught
@@ -98,6 +100,7 @@ class Loopback:
         self._user_windows: list[tuple[float, float]] = []  # clock times a user may be heard
         self._events: list[tuple[float, object]] = []
         self._turn = 0
+        self._expecting_user = False  # a user barge-in now is confirmed by talk_over; any other one is dismissed
         self._listening: asyncio.Task[object] | None = None
         self._playing: list[subprocess.Popen[bytes]] = []
         self._tasks: set[asyncio.Task[object]] = set()
@@ -124,7 +127,7 @@ class Loopback:
 
     def _on_event(self, event: object) -> None:
         self._events.append((time.monotonic(), event))
-        if isinstance(event, BargeIn) and not self._user_at(event.at):
+        if isinstance(event, BargeIn) and not (self._expecting_user and self._user_at(event.at)):
             task = asyncio.ensure_future(self._dismiss(event))  # Parley's own voice: count it, go on
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
@@ -165,7 +168,9 @@ class Loopback:
         self._user_windows.append((injected, injected + 3.0))
         process = kit.play_into(kit.MICWIRE, USER_WAV)
         self._playing.append(process)
+        self._expecting_user = True
         fired = await self._first_barge_in(first, 4.0)
+        self._expecting_user = False
         self.player.stop(self._turn)
         self.detector.disarm()
         self.player.resume()
@@ -206,6 +211,8 @@ class Loopback:
                     tally.self_fired.append(round(event.at, 3))
             elif onset_type is not None and isinstance(event, onset_type) and not self._user_at(event.at):
                 tally.false_onsets.append(event.at)
+            elif type(event).__name__ == "EchoProtectionLost":
+                tally.lost.append(str(getattr(event, "reason", "")))
         return tally
 
     def _paused_at(self, first: int) -> float | None:
@@ -299,7 +306,7 @@ def main() -> None:
                 for name, t in cases.items():
                     print(f"latency {latency} ms gain {gain:g} dB {name:15s} self-fired {len(t.self_fired)} "
                           f"false onsets {len(t.false_onsets)} caught {sum(t.caught)}/{len(t.caught)} "
-                          f"stop_ms {t.stop_ms}", flush=True)  # fmt: skip
+                          f"stop_ms {t.stop_ms} lost {t.lost}", flush=True)  # fmt: skip
     finally:
         kit.stop(server)
 

@@ -41,7 +41,7 @@ async def test_parley_never_hears_itself_and_the_user_always_interrupts(
         unload_loopback(pulse, module)
     report(f"PulseAudio loopback {latency_ms} ms, {gain_db:g} dB: own barge-ins {len(tally.self_fired)}, "
            f"false onsets {len(tally.false_onsets)}, users caught {sum(tally.caught)}/{len(tally.caught)}, "
-           f"stop_ms {tally.stop_ms}")  # fmt: skip
+           f"stop_ms {tally.stop_ms}, protection lost {tally.lost}")  # fmt: skip
     assert tally.self_fired == [], "Parley interrupted itself"
     assert tally.caught == [True, True], "a user talking over Parley did not interrupt it"
     assert len(tally.stop_ms) == 2
