@@ -43,6 +43,7 @@ ECHO_WINDOW_S = 0.3  # the end of a speech run compared with the played signal
 ONSET_POWER = 10 ** (-45 / 10)  # unexplained sound this loud (mean square, -45 dBFS) is an onset...
 ONSET_CHUNKS = 2  # ...once it lasts this many 10 ms chunks
 ECHO_POWER = 1e-6  # explained echo below this (-60 dBFS) is none
+ECHO_RUN_UNEXPLAINED = 0.1  # a speech run with less of its power unexplained than this is the assistant's echo
 
 
 def _power(samples: np.ndarray) -> float:
@@ -125,6 +126,8 @@ class Listener:
         self._monitor = EchoMonitor(canceller=echo is not None and echo.enabled) if echo is not None else None
         self._failure: str | None = None
         self._protection: EchoProtectionLost | EchoProtectionRestored | None = None
+        self._held: SpeechStarted | None = None  # a speech run the echo path explains so far
+        self.echo_runs = 0  # speech runs dropped as the assistant's own voice
 
     async def run(
         self, on_event: Callable[[ListenEvent], None], on_audio: Callable[[Frame], None] | None = None
@@ -231,6 +234,27 @@ class Listener:
             return None
         return sum(c.unexplained for c in chunks) / (sum(c.power for c in chunks) + 1e-12)
 
+    def _speech(self, events: list[SpeechStarted | SpeechEnded], on_event: Callable[[ListenEvent], None]) -> None:
+        """The VAD's speech runs, less the assistant's own voice: a run the echo path explains is held back
+        while it stays explained (told, with its start, once it is not) and dropped when it ends so. Otherwise a
+        canceller's residue would become a user utterance (issue 12: Parley answering its own echo)."""
+        now = self.vad.processed_until
+        for event in events:
+            if isinstance(event, SpeechStarted) and self._echo_run(event.at, now):
+                self._held = event
+            elif isinstance(event, SpeechEnded) and self._held is not None:
+                self._held = None
+                self.echo_runs += 1
+            else:
+                on_event(event)
+        if self._held is not None and not self._echo_run(self._held.at, now):
+            held, self._held = self._held, None
+            on_event(held)
+
+    def _echo_run(self, start: float, end: float) -> bool:
+        unexplained = self.unexplained(start, end)
+        return unexplained is not None and unexplained < ECHO_RUN_UNEXPLAINED
+
     def suppression_db(self, start: float, end: float) -> float:
         """How much quieter the cleaned audio is than the captured audio over [start, end)."""
         raw, clean = self._raw.energy(start, end), self._clean.energy(start, end)
@@ -243,8 +267,7 @@ class Listener:
         self._clean.add(frame)
         if on_audio is not None:
             on_audio(frame)
-        for event in self.vad.feed(frame):
-            on_event(event)
+        self._speech(self.vad.feed(frame), on_event)
         detector, now, voiced = self.barge_in, self.vad.processed_until, self.vad.voiced_ms
         if detector is None:
             return

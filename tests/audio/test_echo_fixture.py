@@ -1,7 +1,7 @@
 """Issue 12 on fixture devices (virtual clock): a realistic echo path (fractional, wandering and drifting delay,
 soft clipping, room noise) and a speaker whose restarts are not seamless. Barge-in after barge-in, each reply
-starting 200 ms after the user stopped: Parley never interrupts itself, every user utterance interrupts it, and
-the output pauses within two frames of the user's onset."""
+starting 200 ms after the user stopped: Parley never interrupts itself nor hears itself as speech (which would
+become a user turn), every user utterance interrupts it, and the output pauses within a few frames of the onset."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from audio.aec import EchoCanceller
 from audio.bargein import BargeInDetector
-from audio.events import BargeIn, OnsetPaused, OnsetResumed
+from audio.events import BargeIn, OnsetPaused, OnsetResumed, SpeechStarted
 from audio.fixtures import EchoMixer, FileSource, RecordingSink
 from audio.listen import Listener, ListenEvent
 from audio.ports import RATE
@@ -70,6 +70,8 @@ async def test_barge_in_after_barge_in_never_hears_itself(
     barge_ins = [e for _, e in seen if isinstance(e, BargeIn)]
     own = [e.at for e in barge_ins if not user_at(e.at)]
     assert own == [], f"Parley interrupted itself at {own}"
+    heard = [e.at for _, e in seen if isinstance(e, SpeechStarted) and not user_at(e.at)]
+    assert heard == [], f"Parley's own voice was reported as speech (an utterance to transcribe) at {heard}"
     assert len([b for b in barge_ins if user_at(b.at)]) == 4, "every user utterance interrupts"
     pauses = [e for _, e in seen if isinstance(e, OnsetPaused) and user_at(e.at)]
     stops = [round((p.paused_at - a) * 1000) for (a, _), p in zip(users, _first_per_user(pauses, users), strict=True)]
