@@ -67,9 +67,11 @@ class FileSource:
 class RecordingSink(CoreSink):
     """A speaker that renders a block every `block_s`, audible `latency_s` later, and records all of it.
 
-    Like a real device, a stream restarted after a pause or stop (`_flush`) is not seamless with the one before:
-    it starts with `restart_skew_s` less queued (PulseAudio: ~26 ms), so its blocks play that much earlier than
-    the dropped ones would have. The recording stays on the clock (index / rate after `recording_start`).
+    Like a real device, a stream restarted after a pause or stop (`_flush`) can be not seamless with the one
+    before: with `restart_skew_s` it starts with that much less queued (PulseAudio: ~26 ms), so its blocks play
+    that much earlier than the dropped ones would have (their DAC stamps say so; anything that times playback by
+    `latency_s` instead is off by as much). The recording stays on the clock (index / rate after
+    `recording_start`). Off by default.
     """
 
     def __init__(
@@ -79,7 +81,7 @@ class RecordingSink(CoreSink):
         rate: int = 22050,
         block_s: float = 0.01,
         latency_s: float = 0.03,
-        restart_skew_s: float = 0.01,
+        restart_skew_s: float = 0.0,
         path: str | Path | None = None,
     ) -> None:
         super().__init__(clock, rate, max(1, round(rate * block_s)))

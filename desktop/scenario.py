@@ -33,8 +33,8 @@ class Say:
 class Echo:
     """[echo]: the loudspeaker heard by the microphone. Beyond gain and delay, what a real path does (defaults:
     audio.fixtures.EchoMixer's, a realistic one): the delay wanders (jitter_ms) and creeps (drift_ppm), the
-    speaker clips softly (nonlinearity), the room hums (noise_db), and the speaker's stream restarts after a
-    pause or stop with less queued than before (restart_skew_ms)."""
+    speaker clips softly (nonlinearity), the room hums (noise_db), and, opt-in, the speaker's stream restarts
+    after a pause or stop with less queued than before (restart_skew_ms; PulseAudio: ~26)."""
 
     gain: float
     delay_ms: float
@@ -42,7 +42,7 @@ class Echo:
     drift_ppm: float = 200.0
     nonlinearity: float = 0.3
     noise_db: float | None = -70.0
-    restart_skew_ms: float = 10.0
+    restart_skew_ms: float = 0.0
 
     def mixer_options(self) -> dict[str, float | None]:
         """Keyword arguments for audio.fixtures.EchoMixer."""
