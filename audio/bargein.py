@@ -84,7 +84,7 @@ class BargeInDetector:
     def disarm(self) -> None:
         self._armed = False
         self._pending = None
-        self._end_onset(None)
+        self._end_onset()
 
     def ready(self, voiced_ms: float) -> bool:
         """Would `voiced_ms` of speech fire now, echo aside? (Lets the caller skip measuring the echo.)"""
@@ -97,7 +97,7 @@ class BargeInDetector:
         """Echo protection lost (False) or back: without it, speech over the assistant does not interrupt."""
         self.protected = protected
         if not protected:
-            self._end_onset(None)
+            self._end_onset()
 
     def onset(self, audio_time: float) -> OnsetPaused | None:
         """Sound the played signal cannot explain at `audio_time`: pause now, let the VAD decide."""
@@ -118,9 +118,9 @@ class BargeInDetector:
             return None
         if audio_time - self._onset_heard < ONSET_HOLD_S and audio_time - onset.at < ONSET_MAX_S:
             return None
-        return self._end_onset(onset)
+        return self._end_onset()
 
-    def _end_onset(self, onset: OnsetPaused | None) -> OnsetResumed | None:
+    def _end_onset(self) -> OnsetResumed | None:
         if self._onset is None:
             return None
         start, self._onset = self._onset, None
