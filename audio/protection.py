@@ -11,8 +11,9 @@ import collections
 
 from audio.events import EchoProtectionLost, EchoProtectionRestored
 
-JUDGE_S = 1.5  # seconds of echo-only audio the canceller is judged on
-LOST_ERLE_DB = 6.0  # a canceller removing less than this from the echo is not protecting anyone
+JUDGE_S = 3.0  # seconds of echo-only audio the canceller is judged on
+LOST_ERLE_DB = 3.0  # a canceller removing less than this from the echo is not working at all (a converging or
+# briefly thrown-off one removes more; the echo path's guards cover those, and losing barge-in costs the user)
 RESTORED_ERLE_DB = 12.0
 AUDIBLE_GAIN = 1e-3  # -30 dB: an echo path quieter than this is no loudspeaker in the room (a headset)
 FRAMES_PER_S = 50

@@ -20,7 +20,7 @@ from audio.vad import Vad
 from engine.testing.clock import VirtualClock
 
 pytestmark = pytest.mark.anyio
-USER_AT = 9.0  # seconds into the session; the reply plays from the start
+USER_AT = 12.0  # seconds into the session; the reply plays from the start
 
 
 class _Broken:
@@ -79,7 +79,7 @@ async def _session(
         await mic.start()
         task = asyncio.ensure_future(listener.run(lambda e: seen.append((clock.now() - files.started_at, e))))
         detector.arm()
-        sink.enqueue(1, "reply", np.concatenate([speech, speech]))
+        sink.enqueue(1, "reply", np.concatenate([speech, speech, speech]))
         files.add(user, USER_AT)
         await clock.sleep(USER_AT + 2.0)
         await mic.close()
@@ -103,7 +103,7 @@ async def test_no_canceller_at_all_means_push_to_talk_only(
 async def test_a_canceller_failing_mid_reply_is_reported_and_its_recovery_too(
     module: type, reason: str, assistant_speech: np.ndarray, user_speech: np.ndarray
 ) -> None:
-    seen, _ = await _session(lambda tap: _Scripted(tap, module, 2.0, 5.0), assistant_speech, user_speech)
+    seen, _ = await _session(lambda tap: _Scripted(tap, module, 2.0, 7.0), assistant_speech, user_speech)
     facts = [(t, e) for t, e in seen if isinstance(e, EchoProtectionLost | EchoProtectionRestored)]
     assert [type(e) for _, e in facts] == [EchoProtectionLost, EchoProtectionRestored], facts
     (lost_at, lost), (restored_at, _) = facts
