@@ -184,7 +184,7 @@ class Loopback:
         onset = self._onset(injected)
         paused = self._paused_at(first)
         if fired and onset is not None and paused is not None:
-            tally.stop_ms.append(round((paused - onset) * 1000, 1))
+            tally.stop_ms.append(round(max(0.0, paused - onset) * 1000, 1))  # paused already: 0, as the bench
         return tally, ended
 
     async def reply_after_barge_in(self, first: np.ndarray, second: np.ndarray, gap_s: float) -> Tally:
@@ -216,13 +216,18 @@ class Loopback:
         return tally
 
     def _paused_at(self, first: int) -> float | None:
-        """Clock time the output paused for the user: the first onset pause or barge-in handled in the window."""
+        """Clock time since which the output was paused when the user's barge-in came (an onset pause that was
+        still in effect, or the barge-in's own pause)."""
         onset_type = getattr(events, "OnsetPaused", None)
+        resumed_type = getattr(events, "OnsetResumed", None)
+        since: float | None = None
         for received, event in self._events[first:]:
-            if isinstance(event, BargeIn) and self._user_at(event.at):
-                return event.paused_at if getattr(event, "paused_at", None) is not None else received
-            if onset_type is not None and isinstance(event, onset_type) and self._user_at(event.at):
-                return float(event.paused_at)
+            if onset_type is not None and isinstance(event, onset_type) and since is None:
+                since = float(event.paused_at)
+            elif resumed_type is not None and isinstance(event, resumed_type):
+                since = None
+            elif isinstance(event, BargeIn) and self._user_at(event.at):
+                return since if since is not None else received
         return None
 
     def _onset(self, after: float) -> float | None:
