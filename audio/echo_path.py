@@ -78,6 +78,7 @@ class EchoPath:
         self._noise = np.full(bands, 1e-9)
         self._active_chunks = 0
         self._unfound = 0  # delay estimates in a row that found no echo
+        self._due = False  # estimate the delay at the next chunk of playback
         self._learned = 0
 
     def step(self, mic: np.ndarray, ref: np.ndarray, at: float, *, quiet: bool) -> ChunkEcho:
@@ -98,6 +99,11 @@ class EchoPath:
         excess = mic_bands - MARGIN * echo - NOISE_MARGIN * self._noise
         power = float(np.sum(mic_bands))  # over the same 20 ms as the bands
         return ChunkEcho(at, power, float(np.sum(echo)), float(np.sum(np.maximum(excess, 0))))
+
+    def remeasure(self) -> None:
+        """Sound the path did not explain was no voice (an onset that came to nothing): the path may have moved
+        (an output underrun delays everything after it), so measure the delay again at once."""
+        self._due = True
 
     def _played(self, ago: int) -> np.ndarray:
         """Band powers of the chunk played `ago` chunks before the latest one (the ring holds enough)."""
@@ -140,8 +146,9 @@ class EchoPath:
         self._active_chunks += 1
         span = min(len(self._mic_hist), len(self._ref_hist) - MAX_LAG_CHUNKS)  # chunks of microphone to match
         first = self._active_chunks == DELAY_FIRST
-        if (self._active_chunks % DELAY_EVERY and not first) or span < DELAY_FIRST:
+        if (self._active_chunks % DELAY_EVERY and not first and not self._due) or span < DELAY_FIRST:
             return
+        self._due = False
         mic = np.concatenate(list(self._mic_hist)[-span:])
         ref = np.concatenate(list(self._ref_hist)[-(span + MAX_LAG_CHUNKS) :])
         lag, correlation = best_lag(mic, ref, round(MAX_DELAY_S * RATE / DECIMATE))

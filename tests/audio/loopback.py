@@ -165,11 +165,11 @@ class Loopback:
         self.player.enqueue(self._turn, 0, samples)
         await asyncio.sleep(after_s)
         injected = time.monotonic()
-        self._user_windows.append((injected, injected + 3.0))
+        self._user_windows.append((injected, injected + WAIT_S))
         process = kit.play_into(kit.MICWIRE, USER_WAV)
         self._playing.append(process)
         self._expecting_user = True
-        fired = await self._first_barge_in(first, 4.0)
+        fired = await self._first_barge_in(first, process)
         self._expecting_user = False
         self.player.stop(self._turn)
         self.detector.disarm()
@@ -194,13 +194,20 @@ class Loopback:
         interrupted.add(await self._play(second))
         return interrupted
 
-    async def _first_barge_in(self, first: int, seconds: float) -> bool:
-        try:
-            await until(lambda: any(isinstance(e, BargeIn) and self._user_at(e.at) for _, e in self._events[first:]),
-                        seconds)  # fmt: skip
-        except TimeoutError:
-            return False
-        return True
+    async def _first_barge_in(self, first: int, process: subprocess.Popen[bytes]) -> bool:
+        """Until the user's barge-in, or a second after their clip finished playing (paplay may start late on a
+        loaded machine: the clip's own end is the deadline, not a fixed time)."""
+        ended: list[float] = []
+
+        def settled() -> bool:
+            if any(isinstance(e, BargeIn) and self._user_at(e.at) for _, e in self._events[first:]):
+                return True
+            if process.poll() is not None and not ended:
+                ended.append(time.monotonic())
+            return bool(ended) and time.monotonic() > ended[0] + 1.0
+
+        await until(settled)
+        return any(isinstance(e, BargeIn) and self._user_at(e.at) for _, e in self._events[first:])
 
     def _tally(self, first: int) -> Tally:
         tally = Tally()
