@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from audio.events import EchoProtectionLost
 from audio.fixtures import EchoMixer, FileSource, RecordingSink
 from audio.ports import RATE, Frame
 from engine.testing.clock import VirtualClock
@@ -85,7 +86,8 @@ async def test_c_echo_never_barges_in_with_aec_fires_without_and_the_user_is_cau
         user = await speak_and_listen(rig, speech, aec=True, seconds=5.0, user_at=2.5, stop_on_barge_in=True)
         await sink.close()
     assert on.barge_ins == [], on.events
-    assert off.barge_ins
+    assert off.barge_ins == [], "without a canceller the echo path still tells the assistant's voice"
+    assert any(isinstance(e, EchoProtectionLost) for e in off.events), "and protection is reported lost"
     onset = user.onset_of(user_speech)
     assert user.barge_ins
     delay_ms = (user.barge_ins[0].detected_at - onset) * 1000
