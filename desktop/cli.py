@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,7 +16,20 @@ from engine.conversation import VERSION
 from engine.journal import JournalCorrupt
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_SIGNALLED = 128  # + the signal's number: 130 for Ctrl-C (SIGINT), 143 for SIGTERM, as shells report them
 MAX_SOAK = 10_000  # barge-in cycles: hours of soak already; more is a typo
+
+
+class _Stopped(BaseException):
+    """A stop signal where no session handles it (like KeyboardInterrupt, not an Exception: nothing may eat it)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signal = signal.Signals(signum)
+
+
+def _raise_stopped(signum: int, _frame: object) -> None:
+    raise _Stopped(signum)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -94,6 +108,15 @@ def _self_test(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    """SIGTERM before the session's own handling (while the models import) or after it stops like Ctrl-C."""
+    previous = signal.signal(signal.SIGTERM, _raise_stopped)
+    try:
+        return _run_session(args)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run_session(args: argparse.Namespace) -> int:
     from desktop.config import load, with_llm
     from desktop.scenario import load_scenario, scenario_path
 
@@ -108,11 +131,17 @@ def _run(args: argparse.Namespace) -> int:
     scenario = load_scenario(scenario_path(args.fixture)) if args.fixture else None  # or a bundled one
     _check_out_dir(args.out)  # all of the input is checked before any model loads
 
-    from desktop.pipeline.run import run_session
+    from desktop.pipeline.run import STOP_SIGNALS, run_session
 
-    print(asyncio.run(run_session(scenario, args.text or [], config, args.out, args.fast)))
-    print(f"wrote {args.out / 'journal.jsonl'}, {args.out / 'output.wav'}, {args.out / 'report.json'}")
-    return EXIT_OK
+    ran = asyncio.run(run_session(scenario, args.text or [], config, args.out, args.fast, stop_on=STOP_SIGNALS))
+    signal.signal(signal.SIGTERM, _raise_stopped)  # the loop put the default back when it let go of it
+    print(ran.report)
+    wrote = f"wrote {args.out / 'journal.jsonl'}, {args.out / 'output.wav'}, {args.out / 'report.json'}"
+    if ran.stopped_by is None:
+        print(wrote)
+        return EXIT_OK
+    print(f"parley: stopped by {ran.stopped_by.name}; every turn was closed in order; {wrote}", file=sys.stderr)
+    return EXIT_SIGNALLED + ran.stopped_by
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -176,6 +205,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _bad_input() as error:
         print(f"parley: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except (KeyboardInterrupt, _Stopped) as stopped:
+        signum = stopped.signal if isinstance(stopped, _Stopped) else signal.SIGINT
+        print(f"parley: stopped by {signum.name}", file=sys.stderr)
+        return EXIT_SIGNALLED + signum
 
 
 def _bad_input() -> tuple[type[Exception], ...]:
