@@ -20,16 +20,25 @@ EXIT_SIGNALLED = 128  # + the signal's number: 130 for Ctrl-C (SIGINT), 143 for 
 MAX_SOAK = 10_000  # barge-in cycles: hours of soak already; more is a typo
 
 
-class _Stopped(BaseException):
-    """A stop signal where no session handles it (like KeyboardInterrupt, not an Exception: nothing may eat it)."""
+class _Noted:
+    """SIGTERM and Ctrl-C where the session does not handle them (while the models import, after the session):
+    noted, and acted on at the next safe point. Raised there, an exception breaks whatever was importing."""
 
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signal = signal.Signals(signum)
+    def __init__(self) -> None:
+        self.signal: signal.Signals | None = None
+        self._previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+        self.arm()
 
+    def arm(self) -> None:
+        for sig in self._previous:
+            signal.signal(sig, self._note)
 
-def _raise_stopped(signum: int, _frame: object) -> None:
-    raise _Stopped(signum)
+    def _note(self, signum: int, _frame: object) -> None:
+        self.signal = self.signal or signal.Signals(signum)
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -108,15 +117,14 @@ def _self_test(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    """SIGTERM before the session's own handling (while the models import) or after it stops like Ctrl-C."""
-    previous = signal.signal(signal.SIGTERM, _raise_stopped)
+    noted = _Noted()
     try:
-        return _run_session(args)
+        return _run_session(args, noted)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        noted.restore()
 
 
-def _run_session(args: argparse.Namespace) -> int:
+def _run_session(args: argparse.Namespace, noted: _Noted) -> int:
     from desktop.config import load, with_llm
     from desktop.scenario import load_scenario, scenario_path
 
@@ -133,15 +141,21 @@ def _run_session(args: argparse.Namespace) -> int:
 
     from desktop.pipeline.run import STOP_SIGNALS, run_session
 
+    if noted.signal is not None:
+        print(
+            f"parley: stopped by {noted.signal.name} before the session started; nothing was written", file=sys.stderr
+        )
+        return EXIT_SIGNALLED + noted.signal
     ran = asyncio.run(run_session(scenario, args.text or [], config, args.out, args.fast, stop_on=STOP_SIGNALS))
-    signal.signal(signal.SIGTERM, _raise_stopped)  # the loop put the default back when it let go of it
+    noted.arm()  # the loop put the defaults back when it let go of the signals
     print(ran.report)
     wrote = f"wrote {args.out / 'journal.jsonl'}, {args.out / 'output.wav'}, {args.out / 'report.json'}"
-    if ran.stopped_by is None:
+    stopped = ran.stopped_by or noted.signal
+    if stopped is None:
         print(wrote)
         return EXIT_OK
-    print(f"parley: stopped by {ran.stopped_by.name}; every turn was closed in order; {wrote}", file=sys.stderr)
-    return EXIT_SIGNALLED + ran.stopped_by
+    print(f"parley: stopped by {stopped.name}; every turn was closed in order; {wrote}", file=sys.stderr)
+    return EXIT_SIGNALLED + stopped
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -205,10 +219,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _bad_input() as error:
         print(f"parley: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except (KeyboardInterrupt, _Stopped) as stopped:
-        signum = stopped.signal if isinstance(stopped, _Stopped) else signal.SIGINT
-        print(f"parley: stopped by {signum.name}", file=sys.stderr)
-        return EXIT_SIGNALLED + signum
+    except KeyboardInterrupt:
+        print("parley: stopped by SIGINT", file=sys.stderr)
+        return EXIT_SIGNALLED + signal.SIGINT
 
 
 def _bad_input() -> tuple[type[Exception], ...]:

@@ -100,6 +100,26 @@ def test_parley_run_stopped_mid_reply_closes_the_turn_and_writes_the_outputs(
     assert "-> aborted" in stdout.read_text()
 
 
+def test_parley_run_stopped_while_the_models_load_still_writes_the_outputs(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    process, _, stderr = _start(["run", "--text", STORY, "--out", str(out), "--fast"], tmp_path)
+    try:
+        _when(process, (out / "journal.jsonl").exists)  # opened before the models load
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=120) == 143
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    err = stderr.read_text()
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert err.startswith("parley: stopped by SIGTERM; every turn was closed in order; wrote ")
+    assert violations(read_events(out / "journal.jsonl")) == []
+    assert json.loads((out / "report.json").read_text())["stopped_by"] == "SIGTERM"
+    assert (out / "output.wav").exists()
+
+
 def test_the_window_closes_in_order_on_sigterm_mid_reply(tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
     process, _, stderr = _start(["--fixture", "barge_in.toml", "--journal-dir", str(sessions)], tmp_path)
