@@ -27,12 +27,23 @@ class FileSource:
         self._clips: list[tuple[int, np.ndarray]] = []
         self._t0: float | None = None
         self._closed = False
+        self._heard = 0  # samples delivered so far
         self.dropped = 0
 
     def add(self, clip: str | Path | np.ndarray, at_s: float, gain: float = 1.0) -> None:
         """Place a WAV file (any rate/channels, converted) or 16 kHz samples at `at_s` on the timeline."""
         samples = load_wav(clip) if isinstance(clip, (str, Path)) else np.asarray(clip, dtype=np.float32)
         self._clips.append((round(at_s * RATE), samples * np.float32(gain)))
+
+    @property
+    def end_s(self) -> float:
+        """Where the last clip placed so far ends on the timeline (seconds after `start()`); 0 without clips."""
+        return max((offset + len(clip) for offset, clip in self._clips), default=0) / RATE
+
+    @property
+    def exhausted(self) -> bool:
+        """Every clip placed so far has been delivered: what comes after is silence, until another is added."""
+        return self._heard >= round(self.end_s * RATE)
 
     @property
     def started_at(self) -> float:
@@ -49,8 +60,10 @@ class FileSource:
             await self._clock.sleep(t0 + (k + 1) * self._frame / RATE - self._clock.now())
             if self._closed:
                 return
-            yield Frame(self._mix(k * self._frame, self._frame), t0 + k * self._frame / RATE, k * self._frame)
+            frame = Frame(self._mix(k * self._frame, self._frame), t0 + k * self._frame / RATE, k * self._frame)
             k += 1
+            self._heard = k * self._frame
+            yield frame
 
     def _mix(self, start: int, n: int) -> np.ndarray:
         out = np.zeros(n, dtype=np.float32)

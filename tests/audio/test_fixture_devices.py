@@ -34,6 +34,25 @@ async def test_a_file_source_delivers_its_timeline_frame_by_frame(assistant_spee
     assert [f.position for f in frames] == list(range(0, 7 * RATE, 320))
 
 
+async def test_a_file_source_knows_where_its_last_clip_ends_and_when_it_has_been_heard() -> None:
+    clock = VirtualClock()
+    source = FileSource(clock)
+    await source.start()
+    assert (source.end_s, source.exhausted) == (0.0, True)
+    source.add(np.ones(RATE // 2, dtype=np.float32), at_s=1.0)
+    source.add(np.ones(RATE // 4, dtype=np.float32), at_s=0.2)  # placed later, ends earlier
+    assert source.end_s == 1.5
+    heard: list[tuple[float, bool]] = []
+    async with clock.autojump():
+        async for item in source.frames():
+            assert isinstance(item, Frame)
+            heard.append((item.end - source.started_at, source.exhausted))  # seconds on the timeline
+            if heard[-1][0] >= 2.0:
+                break
+    assert next(end for end, exhausted in heard if exhausted) == pytest.approx(1.5)
+    assert not any(exhausted for end, exhausted in heard if end < 1.5 - 1e-9)
+
+
 async def test_b_recording_sink_stop_is_silent_at_once_and_reports_what_was_heard() -> None:
     clock = VirtualClock()
     sink = RecordingSink(clock, latency_s=0.03)
