@@ -16,6 +16,7 @@ from engine.conversation import VERSION
 from engine.journal import JournalCorrupt
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT = 0, 1, 2
+WINDOW_OPTIONS = ("--fixture", "--quit-when-ready", "--hands-free", "--config", "--journal-dir")  # `parley` + these
 EXIT_SIGNALLED = 128  # + the signal's number: 130 for Ctrl-C (SIGINT), 143 for SIGTERM, as shells report them
 MAX_SOAK = 10_000  # barge-in cycles: hours of soak already; more is a typo
 
@@ -203,7 +204,7 @@ def _local_llm() -> LlmAdapter:
 
 def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
-    if given and given[0] in ("--fixture", "--quit-when-ready"):
+    if given and given[0].split("=")[0] in WINDOW_OPTIONS:
         from desktop.qt import run_app
 
         return run_app(given)  # the window, playing a scenario into it (or closing once it is usable)

@@ -57,6 +57,7 @@ class AudioConfig:
     min_silence_ms: int = 600
     false_interruption_resume: bool = True
     false_interruption_window_ms: int = 2500  # hangover + the final transcript must fit in it
+    hands_free: bool = False  # the window listens from the start, without a click (or `parley --hands-free`)
 
 
 @dataclass(frozen=True)

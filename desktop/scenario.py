@@ -51,21 +51,6 @@ class Echo:
     noise_db: float | None = -70.0
     restart_skew_ms: float = 0.0
 
-    def mixer_options(self) -> dict[str, float | None]:
-        """Keyword arguments for audio.fixtures.EchoMixer."""
-        return {
-            "gain": self.gain,
-            "delay_s": self.delay_ms / 1000,
-            "jitter_s": self.jitter_ms / 1000,
-            "drift_ppm": self.drift_ppm,
-            "nonlinearity": self.nonlinearity,
-            "noise_db": self.noise_db,
-        }
-
-    def sink_options(self) -> dict[str, float]:
-        """Keyword arguments for audio.fixtures.RecordingSink."""
-        return {"restart_skew_s": self.restart_skew_ms / 1000}
-
 
 @dataclass(frozen=True)
 class Scenario:

@@ -35,7 +35,8 @@ def test_a_full_scenario_parses(tmp_path: Path) -> None:
 
 
 def test_echo_realism_keys_reach_the_fixture_devices(tmp_path: Path) -> None:
-    from audio.fixtures import EchoMixer, FileSource, RecordingSink
+    from audio.fixtures import EchoMixer
+    from desktop.pipeline.devices import fixture_devices
     from engine.testing.clock import VirtualClock
 
     path = _scenario(
@@ -46,8 +47,10 @@ def test_echo_realism_keys_reach_the_fixture_devices(tmp_path: Path) -> None:
     echo = load_scenario(path).echo
     assert echo is not None
     clock = VirtualClock()
-    sink = RecordingSink(clock, **echo.sink_options())
-    mixer = EchoMixer(FileSource(clock), sink, **echo.mixer_options())  # type: ignore[arg-type]
+    devices = fixture_devices(clock, 22050, echo=echo)
+    mixer, sink = devices.source, devices.recording
+    assert isinstance(mixer, EchoMixer)
+    assert sink is not None
     assert (mixer.gain, mixer.delay_s, mixer.jitter_s, mixer.drift_ppm) == (1.0, 0.12, 0.005, -300.0)
     assert (mixer.nonlinearity, mixer.noise_db, sink.restart_skew_s) == (0.0, -60.0, 0.026)
 

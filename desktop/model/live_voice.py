@@ -20,6 +20,7 @@ from desktop.model.facts import Problem
 from desktop.model.voice import VoiceEvents, VoiceUnavailable
 from desktop.model.wording import (
     device_not_found,
+    echo_protection_off,
     fixture_done,
     fixture_playing,
     fixture_problem,
@@ -165,8 +166,10 @@ class LiveVoice:
             events.listening_stopped()
         elif isinstance(fact, facts.SpeechModelFailed | facts.SpeakerFailed | facts.PipelineFailed):
             events.problem(self._problem(fact))
-        elif isinstance(fact, facts.EchoCancellerFailed):
-            events.problem(Problem(fact.reason, "Parley may interrupt itself on loudspeakers; use headphones", "aec"))
+        elif isinstance(fact, facts.EchoProtectionOff):
+            events.problem(echo_protection_off(fact.reason))
+        elif isinstance(fact, facts.EchoProtectionOn):
+            events.problem_cleared("aec")
 
     def _problem(
         self, fact: facts.MicrophoneFailed | facts.SpeechModelFailed | facts.SpeakerFailed | facts.PipelineFailed

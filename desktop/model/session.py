@@ -304,5 +304,12 @@ class Session(Board):
                 self.set_hands_free(False)
 
         return VoiceCallbacks(
-            level, self.set_input_state, self.barge_in, utterance, self.raise_problem, self.publish, listening_stopped
+            level,
+            self.set_input_state,
+            self.barge_in,
+            utterance,
+            self.raise_problem,
+            self.clear_problem,
+            self.publish,
+            listening_stopped,
         )

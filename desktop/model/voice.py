@@ -51,6 +51,9 @@ class VoiceEvents(Protocol):
     def problem(self, problem: Problem) -> None:
         """Something the person must fix (device gone, model missing)."""
 
+    def problem_cleared(self, kind: str) -> None:
+        """What was wrong (a Problem of this kind) is fixed by itself."""
+
     def loading(self, progress: ModelLoading) -> None:
         """Progress of loading Whisper, Piper or the VAD model."""
 
@@ -67,6 +70,7 @@ class VoiceCallbacks:
     speech_started: Callable[[], None]
     utterance: Callable[[UserInput], None]
     problem: Callable[[Problem], None]
+    problem_cleared: Callable[[str], None]
     loading: Callable[[ModelLoading], None]
     listening_stopped: Callable[[], None]
 

@@ -164,6 +164,14 @@ def microphone_failed(detail: str) -> Problem:
     )
 
 
+def echo_protection_off(reason: str) -> Problem:
+    return Problem(
+        f"Parley cannot tell its own voice from yours right now ({reason}), so talking over it does not stop it",
+        "Hold Talk (or Space) to interrupt; use headphones, or install the echo canceller (pip install livekit)",
+        "aec",
+    )
+
+
 def speaker_failed(detail: str) -> Problem:
     return Problem(
         f"The speaker cannot be used: {detail}",

@@ -43,11 +43,21 @@ class Devices:
 def fixture_devices(clock: Clock, rate: int, *, echo: Echo | None = None, output: Path | None = None) -> Devices:
     """A simulated microphone hearing the scenario's clips (and the speaker's echo, with [echo]); a headset
     without it: no acoustic path, so nothing for the canceller to remove."""
-    sink = RecordingSink(clock, rate=rate, path=output)
+    skew_s = echo.restart_skew_ms / 1000 if echo else 0.0
+    sink = RecordingSink(clock, rate=rate, path=output, restart_skew_s=skew_s)
     files = FileSource(clock)
     if echo is None:
         return Devices(files, sink, acoustic=False, files=files, recording=sink)
-    mixer = EchoMixer(files, sink, gain=echo.gain, delay_s=echo.delay_ms / 1000)
+    mixer = EchoMixer(
+        files,
+        sink,
+        gain=echo.gain,
+        delay_s=echo.delay_ms / 1000,
+        jitter_s=echo.jitter_ms / 1000,
+        drift_ppm=echo.drift_ppm,
+        nonlinearity=echo.nonlinearity,
+        noise_db=echo.noise_db,
+    )
     return Devices(mixer, sink, acoustic=True, files=files, recording=sink)
 
 

@@ -53,10 +53,16 @@ class SpeakerFailed:
 
 
 @dataclass(frozen=True)
-class EchoCancellerFailed:
-    """Echo cancellation is off: Parley may hear itself on loudspeakers."""
+class EchoProtectionOff:
+    """Parley cannot tell its own voice from the user's (no canceller, or one not removing the echo): talking over
+    it does not interrupt until protection is back; push-to-talk always does."""
 
     reason: str
+
+
+@dataclass(frozen=True)
+class EchoProtectionOn:
+    """Echo protection works (again)."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +86,8 @@ PipelineFact = (
     | MicrophoneFailed
     | MicrophoneRecovered
     | SpeakerFailed
-    | EchoCancellerFailed
+    | EchoProtectionOff
+    | EchoProtectionOn
     | MicLevel
     | PipelineFailed
 )

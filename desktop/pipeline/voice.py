@@ -26,7 +26,17 @@ from adapters.contract.tasks import Tasks, open_tasks
 from adapters.llm.models import ModelError
 from audio.aec import EchoCanceller
 from audio.bargein import BargeInDetector
-from audio.events import AudioUnavailable, CaptureFailed, EchoCancellerUnavailable, PlaybackFailed, VadUnavailable
+from audio.events import (
+    AudioUnavailable,
+    CaptureFailed,
+    EchoCancellerUnavailable,
+    EchoProtectionLost,
+    EchoProtectionRestored,
+    OnsetPaused,
+    OnsetResumed,
+    PlaybackFailed,
+    VadUnavailable,
+)
 from audio.listen import Listener, ListenEvent
 from audio.ports import Clock, Frame, run_blocking
 from audio.vad import Vad, VadConfig
@@ -34,7 +44,8 @@ from desktop.config import AudioConfig
 from desktop.pipeline.devices import Devices
 from desktop.pipeline.ears import Ears, open_ears
 from desktop.pipeline.facts import (
-    EchoCancellerFailed,
+    EchoProtectionOff,
+    EchoProtectionOn,
     MicLevel,
     MicrophoneFailed,
     ModelLoading,
@@ -257,8 +268,7 @@ class VoicePipeline:
         wanted = self.audio.echo_cancellation and self.devices.acoustic and self._speaker_on
         try:
             return EchoCanceller(self.devices.sink.tap(), enabled=wanted)
-        except EchoCancellerUnavailable as error:
-            self._on_fact(EchoCancellerFailed(str(error)))
+        except EchoCancellerUnavailable:  # the listener reports the protection lost (push-to-talk only)
             return EchoCanceller(None, enabled=False)
 
     async def _load_models(self) -> None:
@@ -293,8 +303,29 @@ class VoicePipeline:
     def _on_event(self, event: ListenEvent) -> None:
         if isinstance(event, CaptureFailed):
             self._capture_failed(event)
+        elif isinstance(event, EchoProtectionLost | EchoProtectionRestored):
+            self._protection(event)
+        elif isinstance(event, OnsetPaused | OnsetResumed):
+            self._onset(event)
         elif self._binding is not None and self._listening and self.unheard is None:
             self._binding.ears.on_event(event)
+
+    def _protection(self, event: EchoProtectionLost | EchoProtectionRestored) -> None:
+        """On the record and in the window: while lost, only push-to-talk interrupts (the detector knows)."""
+        lost = isinstance(event, EchoProtectionLost)
+        reason = event.reason if isinstance(event, EchoProtectionLost) else ""
+        self._record("audio/echo_protection", state="lost" if lost else "restored", reason=reason, at=event.at)
+        self._on_fact(EchoProtectionOff(reason) if lost else EchoProtectionOn())
+
+    def _onset(self, event: OnsetPaused | OnsetResumed) -> None:
+        if isinstance(event, OnsetPaused):
+            self._record("barge_in/onset_paused", onset=event.at, at=event.paused_at)
+        else:
+            self._record("barge_in/onset_resumed", onset=event.at, at=event.resumed_at)
+
+    def _record(self, type_: str, **fields: object) -> None:
+        if self._binding is not None:
+            self._binding.conversation.record(type_, **fields)
 
     def _on_audio(self, frame: Frame) -> None:
         if self._binding is not None:

@@ -30,6 +30,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--journal-dir", type=Path, help="where sessions/<time>/journal.jsonl go")
     parser.add_argument("--fixture", type=Path, help="play a scenario file into the window")
     parser.add_argument(
+        "--hands-free", action="store_true", help="listen without a click from the start ([audio] hands_free)"
+    )
+    parser.add_argument(
         "--quit-when-ready", action="store_true", help="close as soon as the window is usable (a start-up check)"
     )
     return parser
@@ -55,6 +58,10 @@ def _config(args: argparse.Namespace) -> tuple[Config, Path, Problem | None]:
         return load(args.config), path, None  # a missing default file means defaults; a named one is an error
     except ConfigError as error:
         return Config(), path, bad_config(str(error))
+
+
+def _hands_free(args: argparse.Namespace, config: Config) -> bool:
+    return bool(args.fixture is not None or getattr(args, "hands_free", False) or config.audio.hands_free)
 
 
 def voice_for(args: argparse.Namespace, config: Config) -> tuple[VoiceIO, list[Problem]]:
@@ -93,8 +100,8 @@ async def _main(args: argparse.Namespace) -> int:
     ready: float | None = None
     try:
         async with session.running():  # the app's root task group: everything the session starts ends in it
-            if args.fixture is not None and not voice.simulated:
-                session.set_hands_free(True)  # the scenario speaks without pressing Talk
+            if _hands_free(args, config) and not voice.simulated:
+                session.set_hands_free(True)  # a scenario speaks without pressing Talk; so may the user
             if args.quit_when_ready:
                 ready = time.monotonic()  # said once closed: llama.cpp mutes stdout while it loads a model
                 window.close()
