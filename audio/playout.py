@@ -156,6 +156,16 @@ class PlayoutCore:
             return None
         return max(last - now, 0.0) + queued / self.rate
 
+    def audible_at(self, turn: int, key: SegmentId, sample: int) -> float | None:
+        """The DAC time at which `sample` of the segment was (or will be) audible; None if it was never handed out."""
+        with self._lock:
+            segment = self._segments.get(turn, {}).get(key)
+            marks = list(segment.marks) if segment is not None else []
+        for dac, first, count in marks:
+            if first <= sample < first + count:
+                return dac + (sample - first) / self.rate
+        return None
+
     def _played(self, segment: _Segment, now: float) -> int:
         for dac, first, count in reversed(segment.marks):
             if dac <= now:
@@ -217,6 +227,10 @@ class CoreSink:
 
     def played_ms(self, turn: int, segment: SegmentId) -> float:
         return self._core.played_ms(turn, segment, self._clock.now())
+
+    def audible_at(self, turn: int, segment: SegmentId, at_ms: float) -> float | None:
+        """When the segment's audio `at_ms` in was audible (clock seconds), or None if it never played."""
+        return self._core.audible_at(turn, segment, round(at_ms * self.rate / 1000))
 
     def progress(self, turn: int) -> dict[SegmentId, SegmentProgress]:
         return self._core.progress(turn, self._clock.now())

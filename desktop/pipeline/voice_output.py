@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -9,9 +10,12 @@ from dataclasses import dataclass, field
 from adapters.contract import CancelSignal
 from adapters.contract.speech_io import Synthesizer, WordTiming
 from adapters.tts.chunker import SpeechChunker
+from audio.own_voice import TimedWord
 from audio.ports import AudioSink
 from engine.clock import Clock
 from engine.speech import SpeechKey, SpokenSegment
+
+HISTORY_S = 15.0  # how long played words are kept once their turn ended (the echo tail is far shorter)
 
 
 @dataclass
@@ -51,6 +55,7 @@ class VoiceOutput:
         self._clock = clock
         self._on_first_audio = on_first_audio
         self._turns: dict[int, _Turn] = {}
+        self._history: collections.deque[TimedWord] = collections.deque()  # words of released turns
         self._ids = itertools.count(1)
 
     async def say(self, key: SpeechKey, text: str, signal: CancelSignal) -> None:
@@ -93,8 +98,28 @@ class VoiceOutput:
         )
 
     def release(self, turn: int) -> None:
-        self._turns.pop(turn, None)
+        state = self._turns.pop(turn, None)
+        if state is not None:
+            self._history.extend(self._played(turn, state))  # its echo may still be heard after the turn
         self._sink.release(turn)
+
+    def played_words(self, since: float) -> list[TimedWord]:
+        """Every word whose audio started being audible at `since` or later (clock seconds), in order: what
+        Parley was saying, for telling its echo from the user's words."""
+        while self._history and self._history[0].start < self._clock.now() - HISTORY_S:
+            self._history.popleft()
+        live = [w for turn, state in self._turns.items() for w in self._played(turn, state)]
+        return sorted((w for w in [*self._history, *live] if w.start >= since), key=lambda w: w.start)
+
+    def _played(self, turn: int, state: _Turn) -> list[TimedWord]:
+        words = []
+        for spoken in state.spoken:
+            for word in spoken.words:
+                start = self._sink.audible_at(turn, spoken.segment, word.start_ms)
+                if start is not None:
+                    end = self._sink.audible_at(turn, spoken.segment, max(word.start_ms, word.end_ms - 1))
+                    words.append(TimedWord(spoken.text[word.start : word.end], start, end or start))
+        return words
 
     async def _speak(self, state: _Turn, key: SpeechKey, source: str, signal: CancelSignal) -> None:
         async for synth in self._synth.stream([source], signal):
