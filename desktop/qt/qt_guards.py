@@ -71,4 +71,3 @@ def pyside_drops_references() -> bool:
         probe.setObjectName("probe")
         probe.ping.emit()
     return sys.getrefcount(None) < none - PROBE_CALLS // 2 or sys.getrefcount(True) < true - PROBE_CALLS // 2
-

@@ -24,7 +24,7 @@ def test_the_probe_notices_lost_references(monkeypatch: pytest.MonkeyPatch) -> N
     import ctypes
 
     class Leaky(qt_guards._Probe):
-        def setObjectName(self, name: str) -> None:  # noqa: N802 (Qt's name)
+        def setObjectName(self, name: str) -> None:
             super().setObjectName(name)
             ctypes.pythonapi.Py_DecRef(ctypes.py_object(None))
 
