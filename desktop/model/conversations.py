@@ -19,6 +19,7 @@ from engine.journal import JournalCorrupt, open_turn_ids, read_events
 
 JOURNAL = "journal.jsonl"
 TITLE_CHARS = 60
+CLOSED = "Parley was closed before it answered"
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ def bubbles_of(events: Sequence[Mapping[str, Any]]) -> list[Bubble]:
         elif kind == "turn/end":
             _ended(bubbles, turn, event, at)
     for turn in crashed:
-        _note_unanswered(bubbles, turn, "Parley was closed before it answered")
+        _note_unanswered(bubbles, turn, CLOSED)
     return bubbles
 
 
@@ -113,7 +114,8 @@ def _ended(bubbles: list[Bubble], turn: int, event: Mapping[str, Any], at: float
         bubble.note = f"Failed: {failure_reason(_failure(failure))}"
         bubbles.append(bubble)
     elif event.get("outcome") == "aborted":
-        _note_unanswered(bubbles, turn, "Stopped before anything was heard", at)
+        note = CLOSED if event.get("recovered") else "Stopped before anything was heard"
+        _note_unanswered(bubbles, turn, note, at)
 
 
 def _failure(fields: Mapping[str, Any]) -> LlmFailure:
