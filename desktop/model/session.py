@@ -19,7 +19,9 @@ import anyio
 
 from adapters.contract import LlmAdapter, User
 from adapters.contract.tasks import Tasks, open_tasks
+from adapters.contract.workers import run_blocking
 from adapters.llm.models import ModelError
+from adapters.llm.secret import Secret
 from desktop.config import Config, data_dir
 from desktop.errors import BadInput
 from desktop.model.board import Board
@@ -38,6 +40,7 @@ from desktop.model.facts import (
 )
 from desktop.model.keyring_store import KeyStore, StoredKey
 from desktop.model.reading import heard_so_far
+from desktop.model.settings_rules import stale_problems, try_connection
 from desktop.model.voice import SimulatedVoice, VoiceCallbacks, VoiceIO, VoiceUnavailable
 from desktop.model.wording import internal_error, journal_unwritable, missing_model, no_engine, problem_for_failure
 from desktop.pipeline.parts import LlmChoice, llm_choice
@@ -126,10 +129,24 @@ class Session(Board):
 
         self._tasks.start(close, name="close")
 
-    def apply_settings(self, config: Config) -> None:
-        """Take new settings now; the engine is rebuilt for them (the current turn is disposed first)."""
+    def apply_settings(self, config: Config, *, key_changed: bool = False) -> None:
+        """Take new settings now; the engine is rebuilt for them (the current turn is disposed first). Banners
+        about what the change may have fixed go (they come back if it did not)."""
+        for kind in stale_problems(self.config, config, key_changed=key_changed):
+            self.clear_problem(kind)
         self.config = config
         self._spawn(self.reconfigure, config)
+
+    def try_connection(self, config: Config, key: str, done: Callable[[bool, str], None]) -> None:
+        """Ask the provider of `config` whether it answers (with `key`, else the stored one); `done` gets the
+        verdict in words, on the loop thread."""
+
+        async def probe() -> None:
+            secret = _secret(key) or (self._key.secret if self._key else None)
+            done(*await run_blocking(lambda: try_connection(config, secret)))
+
+        if self._tasks is not None:
+            self._tasks.start(probe, name="try-connection")
 
     async def reconfigure(self, config: Config) -> None:
         """Rebuild the engine for `config`; returns once it runs (or could not be set up)."""
@@ -366,3 +383,10 @@ class Session(Board):
         return VoiceCallbacks(
             level, self.set_input_state, self.barge_in, utterance, self.raise_problem, self.publish, listening_stopped
         )
+
+
+def _secret(text: str) -> Secret | None:
+    try:
+        return Secret(text) if text.strip() else None
+    except ValueError:
+        return None

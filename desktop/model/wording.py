@@ -289,3 +289,21 @@ def help_text(shortcut: str) -> str:
         "<p>Hands-free listens all the time. Settings holds the provider, the devices and the voice; "
         "hover a message to see when it was said.</p>"
     )
+
+
+def key_not_stored(reason: str) -> Problem:
+    """The other settings were saved; the key was not (no OS keyring here)."""
+    return Problem(
+        f"The API key was not stored: {reason.removeprefix('no OS keyring is available; ').split('; ')[0]}",
+        "The other settings are saved. Put the key in the environment Parley starts from instead, e.g. "
+        "export PARLEY_LLM_API_KEY=sk-… in ~/.profile, then restart Parley",
+        "key_storage",
+    )
+
+
+def restart_question(settings: list[str]) -> str:
+    named = settings[0] if len(settings) == 1 else f"{', '.join(settings[:-1])} and {settings[-1]}"
+    return (
+        f"The new {named} take{'s' if len(settings) == 1 else ''} effect when Parley starts again. Restart now? "
+        "The conversation goes on where it is."
+    )

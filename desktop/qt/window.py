@@ -15,18 +15,22 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMainWindow,
+    QMessageBox,
     QPushButton,
     QSplitter,
     QVBoxLayout,
     QWidget,
 )
 
+from desktop.config import Config
 from desktop.model.conversations import bubbles_of, plain_text
 from desktop.model.devices import Devices, list_devices
 from desktop.model.facts import ConversationOpened, EngineClosed, EngineOpened
 from desktop.model.session import Session
+from desktop.model.settings_rules import restart_needed
 from desktop.model.trace_model import TraceBook
 from desktop.model.transcript_model import TranscriptModel
+from desktop.model.wording import key_not_stored, restart_question
 from desktop.qt.banner import BannerArea
 from desktop.qt.controls import Controls
 from desktop.qt.conversations_dialog import ConversationsDialog
@@ -220,11 +224,33 @@ class MainWindow(QMainWindow):
         if self.settings_dialog is not None:
             self.settings_dialog.raise_()
             return
-        dialog = SettingsDialog(self.session.config, self._config_path, self.session.keys, self._devices(), self)
-        dialog.saved.connect(self.session.apply_settings)
+        session = self.session
+        dialog = SettingsDialog(
+            session.config, self._config_path, session.keys, self._devices(), self, tester=session.try_connection
+        )
+        dialog.saved.connect(self._settings_saved)
         dialog.finished.connect(self._settings_closed)
         self.settings_dialog = dialog
         dialog.open()
+
+    def _settings_saved(self, config: Config, key_stored: bool, key_problem: str) -> None:
+        """Apply what applies live; say where a key that could not be stored can go; offer a restart."""
+        later = restart_needed(self.session.config, config)
+        self.session.apply_settings(config, key_changed=key_stored)
+        if key_problem:
+            self.session.raise_problem(key_not_stored(key_problem))
+        if later:
+            self.offer_restart(later)
+
+    def offer_restart(self, settings: list[str]) -> None:
+        box = QMessageBox(self)
+        box.setObjectName("restart")
+        box.setWindowTitle("Restart Parley?")
+        box.setText(restart_question(settings))
+        box.addButton("Restart now", QMessageBox.ButtonRole.AcceptRole).clicked.connect(self.restart)
+        box.addButton("Later", QMessageBox.ButtonRole.RejectRole)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
 
     def _settings_closed(self) -> None:
         if self.settings_dialog is not None:
