@@ -381,7 +381,14 @@ class Session(Board):
                 self.set_hands_free(False)
 
         return VoiceCallbacks(
-            level, self.set_input_state, self.barge_in, utterance, self.raise_problem, self.publish, listening_stopped
+            level,
+            self.set_input_state,
+            self.barge_in,
+            utterance,
+            self.raise_problem,
+            self.publish,
+            listening_stopped,
+            self.clear_problem,
         )
 
 

@@ -57,6 +57,9 @@ class VoiceEvents(Protocol):
     def listening_stopped(self) -> None:
         """The microphone can no longer be listened to (it failed): hands-free is off."""
 
+    def problem_cleared(self, kind: str) -> None:
+        """A problem reported earlier has gone (the microphone delivers audio again)."""
+
 
 @dataclass(frozen=True)
 class VoiceCallbacks:
@@ -69,6 +72,7 @@ class VoiceCallbacks:
     problem: Callable[[Problem], None]
     loading: Callable[[ModelLoading], None]
     listening_stopped: Callable[[], None]
+    problem_cleared: Callable[[str], None]
 
 
 class VoiceIO(Protocol):
