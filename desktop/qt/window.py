@@ -120,7 +120,7 @@ class MainWindow(QMainWindow):
         split.addWidget(self.trace_panel)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 1)
-        split.setSizes([700, 340])
+        split.setSizes([640, 420])
         split.setContentsMargins(16, 8, 16, 0)
         column = QVBoxLayout()
         column.setContentsMargins(0, 0, 0, 0)
