@@ -11,6 +11,7 @@ still vary with the machine's timing); the journal goes to JOURNAL_DIR for the t
 
 from __future__ import annotations
 
+import asyncio
 import random
 import sys
 from pathlib import Path
@@ -55,7 +56,8 @@ async def _scene(out: Path, journal_dir: Path) -> None:
             await until(lambda: 2 in window.trace.turns and window.trace.turns[2].outcome != "running", within=60)
             await until(lambda: window.chip.state in (State.IDLE, State.LISTENING), within=30)
             window.banners.dismiss("fixture")
-            QApplication.processEvents()
+            await asyncio.sleep(0.3)  # Qt lays out and paints while the loop runs (processEvents here would
+            # re-enter the qasync loop from inside a task)
             if not window.grab().save(str(out)):
                 raise SystemExit(f"could not write {out}")
             await window.shutdown()
