@@ -91,7 +91,7 @@ def voice_for(args: argparse.Namespace, config: Config) -> tuple[VoiceIO, list[P
 async def _main(args: argparse.Namespace) -> int:
     config, path, problem = _config(args)
     voice, notes = voice_for(args, config)
-    session = Session(config, journal_dir=args.journal_dir, voice=voice, resume=True)
+    session = Session(config, journal_dir=args.journal_dir, voice=voice, resume=args.fixture is None)
     window = MainWindow(session, config_path=path)
     for note in [problem, *notes]:
         if note is not None:
