@@ -16,6 +16,7 @@ from audio.ports import RATE, Frame, ReferenceReader
 
 CHUNK = RATE // 100  # 10 ms, the only frame size the module takes
 ECHO_TAIL_S = 0.5  # after this long without playback the room's echo has died away and the module idles
+RETRY_S = 2.0  # a module that failed is made anew after this much audio
 
 
 def _to_pcm(samples: np.ndarray) -> np.ndarray:
@@ -26,6 +27,8 @@ class EchoCanceller:
     """Frames in, cleaned frames out (in 10 ms steps, so a frame may come out split or held back a little).
 
     With `enabled=False` it passes audio through untouched, which the tests use to show the echo it removes.
+    A module that raises mid-stream is dropped (audio passes through, `failure` says why) and made anew after
+    RETRY_S; `failure` is None again once the new one runs.
     """
 
     def __init__(
@@ -43,8 +46,11 @@ class EchoCanceller:
         self._pending_at = 0.0
         self._position = 0
         self._quiet_s = 0.0  # seconds since the reference last carried sound
+        self._noise_suppression = noise_suppression
         self._apm: Any = None
         self._frame_type: Any = None
+        self.failure: str | None = None
+        self._retry_in = 0.0
         if self.enabled:
             try:
                 from livekit import rtc
@@ -53,9 +59,23 @@ class EchoCanceller:
                     "echo cancellation needs the `livekit` package (pip install livekit), or switch it off"
                 ) from error
             self._frame_type = rtc.AudioFrame
-            self._apm = rtc.AudioProcessingModule(
-                echo_cancellation=True, noise_suppression=noise_suppression, high_pass_filter=True
-            )
+            self._apm = self._module()
+
+    @property
+    def idle(self) -> bool:
+        """Nothing has played for longer than the echo lasts."""
+        return self._quiet_s > ECHO_TAIL_S
+
+    @property
+    def has_reference(self) -> bool:
+        return self._reference is not None
+
+    def _module(self) -> Any:
+        from livekit import rtc
+
+        return rtc.AudioProcessingModule(
+            echo_cancellation=True, noise_suppression=self._noise_suppression, high_pass_filter=True
+        )
 
     def process(self, frame: Frame) -> list[Frame]:
         if not self.enabled:
@@ -90,9 +110,33 @@ class EchoCanceller:
             self._quiet_s += CHUNK / RATE
             if self._quiet_s > ECHO_TAIL_S:
                 return mic  # nothing played lately: no echo to remove, so spare the CPU
+        if self._apm is None and not self._recover():
+            return mic
+        try:
+            return self._cancel(far, mic)
+        except Exception as error:  # the native module raises its own untyped errors  # noqa: BLE001
+            self.failure = (str(error).splitlines() or [type(error).__name__])[0][:200]
+            self._apm, self._retry_in = None, RETRY_S
+            return mic
+
+    def _cancel(self, far: np.ndarray, mic: np.ndarray) -> np.ndarray:
         reverse = self._frame_type(_to_pcm(far).tobytes(), RATE, 1, CHUNK)
         self._apm.process_reverse_stream(reverse)
         near = self._frame_type(_to_pcm(mic).tobytes(), RATE, 1, CHUNK)
         self._apm.set_stream_delay_ms(self._lead_ms)
         self._apm.process_stream(near)
+        self.failure = None
         return np.frombuffer(bytes(near.data), dtype=np.int16).astype(np.float32) / 32768.0
+
+    def _recover(self) -> bool:
+        """After a failure: wait RETRY_S of audio, then try a new module."""
+        self._retry_in -= CHUNK / RATE
+        if self._retry_in > 0:
+            return False
+        try:
+            self._apm = self._module()
+        except Exception as error:  # noqa: BLE001
+            self.failure = (str(error).splitlines() or [type(error).__name__])[0][:200]
+            self._retry_in = RETRY_S
+            return False
+        return True

@@ -3,6 +3,11 @@
 On a barge-in the output pauses at once; `resolve` then asks the caller (the transcriber) whether the speech held
 words: no words within the window resumes the reply where it stopped, words (or no answer in time) confirm it and
 the caller cancels the turn. Push-to-talk is confirmed at once.
+
+Before the VAD can tell (it needs ~100 ms of voiced sound), an onset - sound the played signal cannot explain -
+pauses the output already; the VAD then confirms it (the BargeIn follows, the output stays paused) or, once the
+sound has died away without speech, the reply resumes where it stopped. Without echo protection (no working echo
+canceller on a speaker the microphone hears) only push-to-talk interrupts: never a reply interrupted by itself.
 """
 
 from __future__ import annotations
@@ -14,11 +19,15 @@ from typing import Protocol
 
 import anyio
 
-from audio.events import BargeIn, BargeInConfirmed, FalseBargeInResumed
+from adapters.contract.tasks import open_tasks
+from audio.events import BargeIn, BargeInConfirmed, FalseBargeInResumed, OnsetPaused, OnsetResumed
 from audio.ports import Clock
 
 log = logging.getLogger(__name__)
-Fact = BargeIn | BargeInConfirmed | FalseBargeInResumed
+Fact = BargeIn | BargeInConfirmed | FalseBargeInResumed | OnsetPaused | OnsetResumed
+ONSET_HOLD_S = 0.25  # an onset pause ends this long after the last sign of sound, unless the VAD hears speech
+ONSET_MAX_S = 1.2  # and at the latest this long after the onset, unless a barge-in took it over
+ONSET_LEAD_S = 0.3  # an onset this much before the VAD's speech run is where that speech began
 
 
 @dataclass(frozen=True)
@@ -27,7 +36,7 @@ class EchoEvidence:
 
     suppressed_db: float = 0.0  # how much the echo canceller removed from the run
     likeness: float = 0.0  # peak normalised correlation of what is left with the played signal
-    excess_db: float | None = None  # microphone level above the echo the played signal explains (None: unknown)
+    unexplained: float | None = None  # share of the run's microphone power the echo path cannot explain
 
 
 NO_ECHO = EchoEvidence()
@@ -51,7 +60,7 @@ class BargeInDetector:
         resolve_window_ms: float = 1500.0,
         max_echo_suppression_db: float = 10.0,
         max_echo_likeness: float = 0.8,
-        min_excess_db: float = 3.0,
+        min_unexplained: float = 0.1,
         on_fact: Callable[[Fact], None] | None = None,
     ) -> None:
         self._output = output
@@ -60,10 +69,13 @@ class BargeInDetector:
         self.resolve_window_ms = resolve_window_ms
         self.max_echo_suppression_db = max_echo_suppression_db
         self.max_echo_likeness = max_echo_likeness
-        self.min_excess_db = min_excess_db
+        self.min_unexplained = min_unexplained
         self._on_fact = on_fact
         self._armed = False
         self._pending: BargeIn | None = None  # fired, not yet resolved
+        self._onset: OnsetPaused | None = None  # paused on an onset, not yet confirmed by the VAD
+        self._onset_heard = 0.0  # audio time of the onset pause's last sign of sound
+        self.protected = True  # False: echo protection lost, only push-to-talk interrupts
 
     @property
     def armed(self) -> bool:
@@ -76,26 +88,71 @@ class BargeInDetector:
     def disarm(self) -> None:
         self._armed = False
         self._pending = None
+        self._end_onset()
 
     def ready(self, voiced_ms: float) -> bool:
         """Would `voiced_ms` of speech fire now, echo aside? (Lets the caller skip measuring the echo.)"""
-        return self._armed and self._pending is None and voiced_ms + 1e-6 >= self.min_speech_ms
+        return self._listening() and voiced_ms + 1e-6 >= self.min_speech_ms
+
+    def _listening(self) -> bool:
+        return self._armed and self.protected and self._pending is None
+
+    def set_protected(self, protected: bool) -> None:
+        """Echo protection lost (False) or back: without it, speech over the assistant does not interrupt."""
+        self.protected = protected
+        if not protected:
+            self._end_onset()
+
+    def onset(self, audio_time: float) -> OnsetPaused | None:
+        """Sound the played signal cannot explain at `audio_time`: pause now, let the VAD decide."""
+        if not self._listening():
+            return None
+        self._onset_heard = audio_time
+        if self._onset is not None:
+            return None
+        self._output.pause()
+        self._onset = OnsetPaused(audio_time, self._clock.now())
+        self._emit(self._onset)
+        return self._onset
+
+    def tick(self, audio_time: float, voiced_ms: float) -> OnsetResumed | None:
+        """After each frame: an onset pause with no speech behind it ends once its sound has died away."""
+        onset = self._onset
+        if onset is None or (voiced_ms > 0 and audio_time - onset.at < ONSET_MAX_S):
+            return None
+        if audio_time - self._onset_heard < ONSET_HOLD_S and audio_time - onset.at < ONSET_MAX_S:
+            return None
+        return self._end_onset()
+
+    def _end_onset(self) -> OnsetResumed | None:
+        if self._onset is None:
+            return None
+        start, self._onset = self._onset, None
+        self._output.resume()
+        resumed = OnsetResumed(start.at, self._clock.now())
+        self._emit(resumed)
+        return resumed
 
     def advance(self, audio_time: float, voiced_ms: float, echo: EchoEvidence = NO_ECHO) -> BargeIn | None:
         """The VAD has judged audio up to `audio_time` and hears `voiced_ms` of unbroken speech: fire once it
         lasts the minimum (a lone blip does not) and the stretch is not the assistant's own voice: the echo
         canceller removed no more than `max_echo_suppression_db` from it, what is left does not follow the
-        played signal (a canceller still converging), and the microphone is louder than the echo alone would
-        make it (a canceller thrown off by a jump in the playback timeline)."""
+        played signal (a canceller still converging), and at least `min_unexplained` of the microphone's power
+        is more than the echo path explains (a canceller thrown off, or not converged at a reply's start)."""
         if not self.ready(voiced_ms) or self._is_echo(echo):
             return None
-        return self._fire(BargeIn(audio_time - voiced_ms / 1000.0, "vad", audio_time))
+        onset, self._onset = self._onset, None
+        start = audio_time - voiced_ms / 1000.0
+        if onset is not None:  # the output is paused already: the barge-in takes the pause over
+            at = onset.at if start - ONSET_LEAD_S <= onset.at <= start else start
+            return self._fire(BargeIn(at, "vad", audio_time, onset.paused_at), pause=False)
+        return self._fire(BargeIn(start, "vad", audio_time))
 
     def _is_echo(self, echo: EchoEvidence) -> bool:
         return (
             echo.suppressed_db > self.max_echo_suppression_db
             or echo.likeness > self.max_echo_likeness
-            or (echo.excess_db is not None and echo.excess_db < self.min_excess_db)
+            or (echo.unexplained is not None and echo.unexplained < self.min_unexplained)
         )
 
     def push_to_talk(self, at: float | None = None) -> BargeInConfirmed | None:
@@ -103,6 +160,7 @@ class BargeInDetector:
         if not self._armed:
             return None
         now = self._clock.now()
+        self._onset = None
         self._output.pause()
         pressed = at if at is not None else now
         self._emit(BargeIn(pressed, "push_to_talk", now))
@@ -114,9 +172,10 @@ class BargeInDetector:
         """Ask `has_words` (bounded by the window, on the injected clock); resume on a clear "no", confirm otherwise.
         Whichever ends first cancels the other, and both have ended when this returns."""
         answers: list[bool] = []
-        async with anyio.create_task_group() as group:
-            group.start_soon(self._ask, has_words, answers, group.cancel_scope)
-            group.start_soon(self._window, group.cancel_scope)
+        with anyio.CancelScope() as done:
+            async with open_tasks() as tasks:
+                tasks.start(self._ask, has_words, answers, done, name="barge-in:words")
+                tasks.start(self._window, done, name="barge-in:window")
         words = answers[0] if answers else None
         if words is False and self._pending is barge_in:
             self._pending = None
@@ -139,8 +198,9 @@ class BargeInDetector:
         await self._clock.sleep(self.resolve_window_ms / 1000.0)
         done.cancel()
 
-    def _fire(self, barge_in: BargeIn) -> BargeIn:
-        self._output.pause()
+    def _fire(self, barge_in: BargeIn, *, pause: bool = True) -> BargeIn:
+        if pause:
+            self._output.pause()
         self._pending = barge_in
         self._emit(barge_in)
         return barge_in

@@ -51,6 +51,40 @@ class BargeIn:
     at: float
     source: BargeInSource
     detected_at: float
+    paused_at: float | None = None  # when the output went silent, if an onset paused it before the detection
+
+
+@dataclass(frozen=True)
+class OnsetPaused:
+    """Sound the played signal cannot explain began at `at` (audio time): the output paused at `paused_at`
+    (clock) until the VAD confirms speech (a BargeIn follows) or the sound proves to be none (OnsetResumed)."""
+
+    at: float
+    paused_at: float
+
+
+@dataclass(frozen=True)
+class OnsetResumed:
+    """The onset paused at `at` was not speech: the reply went on at `resumed_at` from where it stopped."""
+
+    at: float
+    resumed_at: float
+
+
+@dataclass(frozen=True)
+class EchoProtectionLost:
+    """Parley can no longer tell its own voice from the user's (no echo canceller, or one that stopped removing
+    the echo): barge-in is push-to-talk only until EchoProtectionRestored."""
+
+    reason: str
+    at: float
+
+
+@dataclass(frozen=True)
+class EchoProtectionRestored:
+    """Echo protection works again: talking over Parley interrupts it again."""
+
+    at: float
 
 
 @dataclass(frozen=True)

@@ -27,12 +27,23 @@ class FileSource:
         self._clips: list[tuple[int, np.ndarray]] = []
         self._t0: float | None = None
         self._closed = False
+        self._heard = 0  # samples delivered so far
         self.dropped = 0
 
     def add(self, clip: str | Path | np.ndarray, at_s: float, gain: float = 1.0) -> None:
         """Place a WAV file (any rate/channels, converted) or 16 kHz samples at `at_s` on the timeline."""
         samples = load_wav(clip) if isinstance(clip, (str, Path)) else np.asarray(clip, dtype=np.float32)
         self._clips.append((round(at_s * RATE), samples * np.float32(gain)))
+
+    @property
+    def end_s(self) -> float:
+        """Where the last clip placed so far ends on the timeline (seconds after `start()`); 0 without clips."""
+        return max((offset + len(clip) for offset, clip in self._clips), default=0) / RATE
+
+    @property
+    def exhausted(self) -> bool:
+        """Every clip placed so far has been delivered: what comes after is silence, until another is added."""
+        return self._heard >= round(self.end_s * RATE)
 
     @property
     def started_at(self) -> float:
@@ -49,8 +60,10 @@ class FileSource:
             await self._clock.sleep(t0 + (k + 1) * self._frame / RATE - self._clock.now())
             if self._closed:
                 return
-            yield Frame(self._mix(k * self._frame, self._frame), t0 + k * self._frame / RATE, k * self._frame)
+            frame = Frame(self._mix(k * self._frame, self._frame), t0 + k * self._frame / RATE, k * self._frame)
             k += 1
+            self._heard = k * self._frame
+            yield frame
 
     def _mix(self, start: int, n: int) -> np.ndarray:
         out = np.zeros(n, dtype=np.float32)
@@ -68,9 +81,17 @@ UNDERRUN_BLOCKS = 2  # a block due this many blocks ago is past: a real device w
 
 
 class RecordingSink(CoreSink):
-    """A speaker that renders a block every `block_s`, audible `latency_s` later, and records all of it. Like a
-    real device, it never plays audio into the past: a block it renders too late (the loop was starved) is an
-    underrun, silence, and queued audio goes on from the next block in time."""
+    """A speaker that renders a block every `block_s`, audible `latency_s` later, and records all of it.
+
+    Like a real device, a stream restarted after a pause or stop (`_flush`) can be not seamless with the one
+    before: with `restart_skew_s` it starts with that much less queued (PulseAudio: ~26 ms), so its blocks play
+    that much earlier than the dropped ones would have (their DAC stamps say so; anything that times playback by
+    `latency_s` instead is off by as much). The recording stays on the clock (index / rate after
+    `recording_start`). Off by default.
+
+    A block it renders too late (the loop was starved) is an underrun, as on a real device: silence, and queued
+    audio goes on from the next block in time, never into the past.
+    """
 
     def __init__(
         self,
@@ -79,10 +100,13 @@ class RecordingSink(CoreSink):
         rate: int = 22050,
         block_s: float = 0.01,
         latency_s: float = 0.03,
+        restart_skew_s: float = 0.0,
         path: str | Path | None = None,
     ) -> None:
         super().__init__(clock, rate, max(1, round(rate * block_s)))
         self.latency_s = latency_s
+        self.restart_skew_s = restart_skew_s
+        self._skew = 0  # samples the restarts moved the timeline earlier
         self._path = Path(path) if path is not None else None
         self._blocks: list[np.ndarray] = []
         self._task: asyncio.Task[None] | None = None
@@ -109,14 +133,25 @@ class RecordingSink(CoreSink):
             if seen + len(block) > keep:
                 block[max(0, keep - seen) :] = 0.0
             seen += len(block)
+        self._restart(min(round(self.restart_skew_s * self.rate), max(0, seen - keep)))
         super()._flush()
+
+    def _restart(self, skew: int) -> None:
+        """The new stream plays `skew` samples earlier: drop that much of the (silenced) tail."""
+        self._skew += skew
+        while skew > 0 and self._blocks:
+            last = self._blocks[-1]
+            if len(last) <= skew:
+                skew -= len(self._blocks.pop())
+            else:
+                self._blocks[-1], skew = last[: len(last) - skew], 0
 
     async def _run(self) -> None:
         k = 0
         while True:
             block = np.zeros(self._block, dtype=np.float32)
-            dac = self._t0 + k * self.block_s + self.latency_s
-            if self._clock.now() - (dac - self.latency_s) > UNDERRUN_BLOCKS * self.block_s:
+            dac = self._t0 + k * self.block_s + self.latency_s - self._skew / self.rate
+            if self._clock.now() - (self._t0 + k * self.block_s) > UNDERRUN_BLOCKS * self.block_s:
                 self._core.render_silence(block, dac)  # woken late (a starved loop): the device played silence
             else:
                 self._core.render(block, dac)
@@ -134,13 +169,41 @@ class RecordingSink(CoreSink):
 
 
 class EchoMixer:
-    """Wraps a source: each frame also hears `gain` x what `sink` played `delay_s` earlier (loudspeaker echo)."""
+    """Wraps a source: each frame also hears what `sink` played, as a loudspeaker and microphone would: `gain`
+    times the played signal `delay_s` earlier, through a path that is not a perfect copy (issue 12: the real
+    loopback beat every guard that an exact copy never tested).
 
-    def __init__(self, source: AudioSource, sink: AudioSink, *, gain: float = 0.5, delay_s: float = 0.04) -> None:
+    - `jitter_s`: the delay wanders within +-jitter_s (a sound server's adaptive resampling);
+    - `drift_ppm`: the speaker's clock runs this much faster than the microphone's, so the delay creeps;
+    - `nonlinearity`: soft clipping of a loudspeaker driven hard (0: linear; 1: tanh at full scale);
+    - `noise_db`: the room's noise floor at the microphone (dBFS; None: none).
+    The delay is fractional and read by interpolation, i.e. the echo is resampled, as on a real path.
+    """
+
+    def __init__(
+        self,
+        source: AudioSource,
+        sink: AudioSink,
+        *,
+        gain: float = 0.5,
+        delay_s: float = 0.04,
+        jitter_s: float = 0.002,
+        drift_ppm: float = 200.0,
+        nonlinearity: float = 0.3,
+        noise_db: float | None = -70.0,
+        seed: int = 12,
+    ) -> None:
         self._source = source
         self._tap = sink.tap()
         self.gain = gain
         self.delay_s = delay_s
+        self.jitter_s = jitter_s
+        self.drift_ppm = drift_ppm
+        self.nonlinearity = nonlinearity
+        self.noise_db = noise_db
+        self._rng = np.random.default_rng(seed)
+        self._wander = 0.0  # the jitter's current offset (s), a bounded random walk
+        self._t0: float | None = None
 
     @property
     def dropped(self) -> int:
@@ -152,9 +215,27 @@ class EchoMixer:
     async def frames(self) -> AsyncIterator[Frame | CaptureFailed]:
         async for item in self._source.frames():
             if isinstance(item, Frame):
-                echo = self._tap.read(item.at - self.delay_s, len(item.samples))
-                item = Frame(item.samples + np.float32(self.gain) * echo, item.at, item.position)
+                item = Frame(item.samples + self._echo(item.at, len(item.samples)), item.at, item.position)
             yield item
+
+    def _echo(self, at: float, n: int) -> np.ndarray:
+        if self._t0 is None:
+            self._t0 = at
+        step = self.jitter_s * 0.1
+        self._wander = float(np.clip(self._wander + self._rng.uniform(-step, step), -self.jitter_s, self.jitter_s))
+        delay_start = self.delay_s + self._wander + self.drift_ppm * 1e-6 * (at - self._t0)
+        delay_end = delay_start + self.drift_ppm * 1e-6 * n / RATE
+        margin = 4
+        lead = int(np.floor(delay_start * RATE)) + margin
+        window = self._tap.read(at - lead / RATE, n + 2 * margin + int(np.ceil((delay_end - delay_start) * RATE)))
+        positions = lead + np.arange(n) - np.linspace(delay_start, delay_end, n, endpoint=False) * RATE
+        echo = np.interp(positions, np.arange(len(window)), window) * self.gain
+        if self.nonlinearity > 0:
+            k = self.nonlinearity
+            echo = np.tanh(k * echo) / k
+        if self.noise_db is not None:
+            echo = echo + self._rng.standard_normal(n) * 10 ** (self.noise_db / 20)
+        return np.asarray(echo, dtype=np.float32)
 
     async def close(self) -> None:
         await self._source.close()

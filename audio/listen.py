@@ -3,25 +3,47 @@
 from __future__ import annotations
 
 import collections
+import itertools
 from collections.abc import Callable
 
 import numpy as np
 
 from audio.aec import EchoCanceller
 from audio.bargein import BargeInDetector, EchoEvidence
-from audio.events import BargeIn, CaptureFailed, SpeechEnded, SpeechStarted
+from audio.echo_path import CHUNK, ChunkEcho, EchoPath
+from audio.events import (
+    BargeIn,
+    CaptureFailed,
+    EchoProtectionLost,
+    EchoProtectionRestored,
+    OnsetPaused,
+    OnsetResumed,
+    SpeechEnded,
+    SpeechStarted,
+)
 from audio.ports import RATE, AudioSource, Frame
+from audio.protection import EchoMonitor
 from audio.vad import Vad
 
-ListenEvent = SpeechStarted | SpeechEnded | BargeIn | CaptureFailed
+ListenEvent = (
+    SpeechStarted
+    | SpeechEnded
+    | BargeIn
+    | CaptureFailed
+    | OnsetPaused
+    | OnsetResumed
+    | EchoProtectionLost
+    | EchoProtectionRestored
+)
 KEEP_S = 2.0
 
 
 ECHO_LAGS_S = (-0.2, 0.5)  # how far the microphone may lag the played signal (acoustic path, DAC-time error)
 ECHO_WINDOW_S = 0.3  # the end of a speech run compared with the played signal
-ERL_WINDOW_S = 1.0  # the echo path's gain is measured over this much audio before a speech run
-ECHO_PATH_S = 0.1  # the played signal this long before a stretch of audio may still echo in it
-SILENT_POWER = 1e-7  # a played signal below this mean square (-70 dBFS) is silence
+ONSET_POWER = 10 ** (-45 / 10)  # unexplained sound this loud (mean square, -45 dBFS) is an onset...
+ONSET_CHUNKS = 2  # ...once it lasts this many 10 ms chunks
+ECHO_POWER = 1e-6  # explained echo below this (-60 dBFS) is none
+ECHO_RUN_UNEXPLAINED = 0.1  # a speech run with less of its power unexplained than this is the assistant's echo
 
 
 def _power(samples: np.ndarray) -> float:
@@ -43,12 +65,6 @@ class _EnergyLog:
 
     def energy(self, start: float, end: float) -> float:
         return sum(e for _, e in self._overlapping(start, end))
-
-    def power(self, start: float, end: float) -> float | None:
-        """Mean square over the frames overlapping [start, end) (None without any)."""
-        frames = self._overlapping(start, end)
-        samples = sum(len(f.samples) for f, _ in frames)
-        return sum(e for _, e in frames) / samples if samples else None
 
     def audio(self, start: float, end: float) -> tuple[float, np.ndarray]:
         """(time of the first sample, samples) of the frames overlapping [start, end)."""
@@ -79,10 +95,12 @@ class Listener:
     """Runs until the source ends or fails; cleaned audio goes to `on_audio` (for ASR), facts to `on_event`.
 
     VAD and AEC steps are well under a millisecond per frame, so they run inline rather than in a thread.
-    Barge-in is echo-aware four times over: the VAD hears the cleaned signal; a speech run from which the
-    canceller removed more than the detector's `max_echo_suppression_db` is taken for the assistant's own voice;
-    so is one whose residual still follows the played signal (the canceller converging), and one no louder at
-    the microphone than the played signal's echo (the canceller thrown off, e.g. by a jump in the timeline).
+    The raw microphone is also held against the echo path (audio.echo_path): sound the played signal cannot
+    explain is an onset, and the output pauses on it at once, for the VAD to confirm or not. A VAD speech run is
+    a barge-in unless it is the assistant's own voice: the canceller removed more than the detector's
+    `max_echo_suppression_db` from it, what is left still follows the played signal (a canceller converging),
+    or the echo path explains nearly all of it. Without working echo protection (audio.protection) only
+    push-to-talk interrupts.
     """
 
     def __init__(
@@ -98,20 +116,105 @@ class Listener:
         self.echo = echo
         self.barge_in = barge_in
         self.frames = 0
+        self.path = EchoPath()
         self._raw = _EnergyLog()
         self._clean = _EnergyLog()
+        self._chunks: collections.deque[ChunkEcho] = collections.deque(maxlen=round(KEEP_S * 100))
+        self._pending = np.zeros(0, dtype=np.float32)
+        self._pending_at = 0.0
+        self._loud_chunks = 0
+        self._monitor = EchoMonitor(canceller=echo is not None and echo.enabled) if echo is not None else None
+        self._failure: str | None = None
+        self._protection: EchoProtectionLost | EchoProtectionRestored | None = None
+        self._held: SpeechStarted | None = None  # a speech run the echo path explains so far
+        self.echo_runs = 0  # speech runs dropped as the assistant's own voice
 
     async def run(
         self, on_event: Callable[[ListenEvent], None], on_audio: Callable[[Frame], None] | None = None
     ) -> CaptureFailed | None:
+        if self._monitor is not None and self.echo is not None and not self.echo.has_reference:
+            self._report(self._monitor.missing("no echo canceller could be loaded", 0.0), on_event)
         async for item in self.source.frames():
             if isinstance(item, CaptureFailed):
                 on_event(item)
                 return item
             self._raw.add(item)
-            for clean in self.echo.process(item) if self.echo is not None else [item]:
+            self._hear(item, on_event)
+            cleaned = self.echo.process(item) if self.echo is not None else [item]
+            for clean in cleaned:
                 self._step(clean, on_event, on_audio)
+            self._judge(item, cleaned, on_event)
         return None
+
+    @property
+    def protected(self) -> bool:
+        """Echo protection works (or is not needed): VAD barge-ins count."""
+        return self._monitor is None or self._monitor.lost is None
+
+    def _hear(self, frame: Frame, on_event: Callable[[ListenEvent], None]) -> None:
+        """The raw microphone against the echo path, 10 ms at a time: onsets pause the output."""
+        if self.barge_in is not None and self.barge_in.protected != self.protected:
+            self.barge_in.set_protected(self.protected)  # a detector attached after protection changed
+        if len(self._pending) == 0:
+            self._pending_at = frame.at
+        self._pending = np.concatenate([self._pending, frame.samples])
+        while len(self._pending) >= CHUNK:
+            chunk, self._pending = self._pending[:CHUNK], self._pending[CHUNK:]
+            at = self._pending_at
+            self._pending_at += CHUNK / RATE
+            if not self._attentive():
+                self._loud_chunks = 0
+                continue  # idle listening: nothing played lately and no reply to interrupt
+            played = self.echo.played(at, CHUNK) if self.echo is not None else np.zeros(CHUNK, np.float32)
+            heard = self.path.step(chunk, played, at, quiet=self._quiet())
+            self._chunks.append(heard)
+            self._loud_chunks = self._loud_chunks + 1 if heard.unexplained > ONSET_POWER else 0
+            detector = self.barge_in
+            if detector is not None and self._loud_chunks >= ONSET_CHUNKS:
+                onset = at - (ONSET_CHUNKS - 1) * CHUNK / RATE if self._loud_chunks == ONSET_CHUNKS else at
+                if (paused := detector.onset(onset)) is not None:
+                    on_event(paused)
+
+    def _attentive(self) -> bool:
+        """Worth holding against the echo path: a reply to interrupt, or an echo to learn from."""
+        armed = self.barge_in is not None and self.barge_in.armed
+        return armed or (self.echo is not None and self.echo.enabled and not self.echo.idle)
+
+    def _quiet(self) -> bool:
+        """Nobody known to be talking, so the microphone may teach the echo path. The VAD tells only when it
+        hears the cleaned signal; without a canceller it hears the echo too, and the path learns throughout."""
+        if self.echo is None or not self.echo.enabled:
+            return True
+        return not self.vad.speaking and self.vad.voiced_ms == 0
+
+    def _judge(self, raw: Frame, cleaned: list[Frame], on_event: Callable[[ListenEvent], None]) -> None:
+        """Is the canceller protecting us? Facts when that changes; barge-in follows the answer."""
+        monitor, echo = self._monitor, self.echo
+        if monitor is None or echo is None:
+            return
+        if echo.failure != self._failure:
+            self._failure = echo.failure
+            self._report(monitor.failed(echo.failure, raw.at), on_event)
+        recent = [c for c in itertools.islice(reversed(self._chunks), 4) if c.at >= raw.at]
+        explained = sum(c.explained for c in recent)
+        power = sum(c.power for c in recent)
+        unexplained = sum(c.unexplained for c in recent)
+        # the path explains what the microphone hears, so nobody talks (not the VAD: it hears a failing canceller)
+        echo_only = explained >= ECHO_POWER * len(recent) > 0 and power > 0.1 * explained > 10 * unexplained
+        gain = float(np.max(self.path.gains)) if self.path.calibrated else None
+        raw_energy = _power(raw.samples) * len(raw.samples)
+        clean_energy = sum(_power(f.samples) * len(f.samples) for f in cleaned)
+        self._report(monitor.observe(raw.at, raw_energy, clean_energy, echo_gain=gain, echo_only=echo_only), on_event)
+
+    def _report(
+        self, fact: EchoProtectionLost | EchoProtectionRestored | None, on_event: Callable[[ListenEvent], None]
+    ) -> None:
+        if fact is None:
+            return
+        self._protection = fact
+        if self.barge_in is not None:
+            self.barge_in.set_protected(isinstance(fact, EchoProtectionRestored))
+        on_event(fact)
 
     def echo_likeness(self, start: float, end: float) -> float:
         """How closely the cleaned audio of [start, end) follows what was played just before (0 without AEC)."""
@@ -122,22 +225,35 @@ class Listener:
         played = self.echo.played(at - late, len(residual) + round((late - early) * RATE))
         return echo_likeness(residual.astype(np.float64), played.astype(np.float64))
 
-    def excess_db(self, start: float, end: float) -> float | None:
-        """How much louder the microphone is over [start, end) than the echo alone would make it, the echo path's
-        gain taken from the second before: a voice of its own adds energy, the assistant's echo does not, however
-        well the canceller is doing. None when there is nothing to compare (no playback lately, or none now)."""
-        if self.echo is None or not self.echo.enabled:
+    def unexplained(self, start: float, end: float) -> float | None:
+        """The share of the microphone's power over [start, end) that the echo path does not explain: near 0
+        for the assistant's echo however the canceller is doing, a good part of it for a voice of its own.
+        None when nothing played there (no echo to mistake the voice for)."""
+        chunks = [c for c in self._chunks if c.at + CHUNK / RATE > start and c.at < end]
+        if sum(c.explained for c in chunks) < ECHO_POWER * max(1, len(chunks)):
             return None
-        path = ECHO_PATH_S
-        past_raw, run_raw = self._raw.power(start - ERL_WINDOW_S, start), self._raw.power(start, end)
-        past_ref, run_ref = (
-            _power(self.echo.played(start - ERL_WINDOW_S - path, round(ERL_WINDOW_S * RATE))),
-            _power(self.echo.played(start - path, round((end - start + path) * RATE))),
-        )
-        if past_raw is None or run_raw is None or past_ref < SILENT_POWER or run_ref < SILENT_POWER:
-            return None
-        echo_gain = past_raw / past_ref
-        return float(10 * np.log10((run_raw + 1e-12) / (echo_gain * run_ref + 1e-12)))
+        return sum(c.unexplained for c in chunks) / (sum(c.power for c in chunks) + 1e-12)
+
+    def _speech(self, events: list[SpeechStarted | SpeechEnded], on_event: Callable[[ListenEvent], None]) -> None:
+        """The VAD's speech runs, less the assistant's own voice: a run the echo path explains is held back
+        while it stays explained (told, with its start, once it is not) and dropped when it ends so. Otherwise a
+        canceller's residue would become a user utterance (issue 12: Parley answering its own echo)."""
+        now = self.vad.processed_until
+        for event in events:
+            if isinstance(event, SpeechStarted) and self._echo_run(event.at, now):
+                self._held = event
+            elif isinstance(event, SpeechEnded) and self._held is not None:
+                self._held = None
+                self.echo_runs += 1
+            else:
+                on_event(event)
+        if self._held is not None and not self._echo_run(self._held.at, now):
+            held, self._held = self._held, None
+            on_event(held)
+
+    def _echo_run(self, start: float, end: float) -> bool:
+        unexplained = self.unexplained(start, end)
+        return unexplained is not None and unexplained < ECHO_RUN_UNEXPLAINED
 
     def suppression_db(self, start: float, end: float) -> float:
         """How much quieter the cleaned audio is than the captured audio over [start, end)."""
@@ -151,13 +267,18 @@ class Listener:
         self._clean.add(frame)
         if on_audio is not None:
             on_audio(frame)
-        for event in self.vad.feed(frame):
-            on_event(event)
+        self.vad.may_gate = not self._attentive()  # the energy gate is for an idle room, never around a reply
+        self._speech(self.vad.feed(frame), on_event)
         detector, now, voiced = self.barge_in, self.vad.processed_until, self.vad.voiced_ms
-        if detector is None or not detector.ready(voiced):
+        if detector is None:
+            return
+        if (resumed := detector.tick(now, voiced)) is not None:
+            self.path.remeasure()
+            on_event(resumed)
+        if not detector.ready(voiced):
             return
         start = now - voiced / 1000.0
         suppressed = self.suppression_db(start, now) if self.echo is not None else 0.0
-        evidence = EchoEvidence(suppressed, self.echo_likeness(start, now), self.excess_db(start, now))
+        evidence = EchoEvidence(suppressed, self.echo_likeness(start, now), self.unexplained(start, now))
         if (fired := detector.advance(now, voiced, evidence)) is not None:
             on_event(fired)

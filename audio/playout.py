@@ -94,7 +94,10 @@ class PlayoutCore:
             return {key: s.handed * 1000.0 / self.rate for key, s in self._segments.get(turn, {}).items()}
 
     def rewind(self, now: float) -> None:
-        """The device dropped what it had not played by `now`: cursors go back to the DAC, unstopped audio requeues."""
+        """The device dropped what it had not played by `now`: cursors go back to the DAC, unstopped audio requeues,
+        and the references learn that nothing from `now` on was heard."""
+        for tap in self._taps:
+            tap.cut(now)
         with self._lock:
             requeue = []
             for turn, segments in self._segments.items():

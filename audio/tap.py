@@ -1,4 +1,11 @@
-"""The playback reference tap: what the speaker played, with DAC timestamps, read back on the mic's timeline."""
+"""The playback reference tap: what the speaker played, with DAC timestamps, read back on the mic's timeline.
+
+Every block sits where its DAC stamp says, not merely after the block before: a stream restarted after a pause
+or stop drops what the device buffered (~25 ms on PulseAudio), and appending regardless would shift the
+reference later by that much on every barge-in until the echo comes *before* its reference and the canceller
+cannot remove it (issue 12). Stamp jitter below JITTER_S is the sample clock's, and is appended as is; a slow
+clock drift is followed in small steps.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +17,13 @@ import soxr
 from audio.ports import RATE
 
 KEEP_S = 3.0  # how much played audio stays readable
-RESYNC_S = 0.2  # a DAC-time jump this large re-anchors the timeline (xrun, restart); jitter never does
+JITTER_S = 0.004  # a stamp this far off the sample clock is placed where it says (a restart, an underrun)
+DRIFT_STEP = 16  # samples (1 ms): a sample clock that drifts from the stamps is corrected this much at a time
+DRIFT_ALPHA = 0.05  # smoothing of the stamp error that tells drift from jitter
 
 
 class ReferenceTap:
-    """Filled from the playback thread (`push`, lock-free deque append), read on the loop (`read`).
+    """Filled from the playback thread (`push`, `cut`: lock-free deque appends), read on the loop (`read`).
 
     `read(at, n)` returns the n samples (16 kHz) that were audible from clock time `at`; silence where
     nothing was played or the history is gone.
@@ -22,16 +31,23 @@ class ReferenceTap:
 
     def __init__(self, rate_in: int, max_blocks: int = 1000) -> None:
         self._rate_in = rate_in
-        self._inbox: collections.deque[tuple[float, np.ndarray]] = collections.deque(maxlen=max_blocks)
+        self._inbox: collections.deque[tuple[float, np.ndarray | None]] = collections.deque(maxlen=max_blocks)
         self._resampler: soxr.ResampleStream | None = None
         self._buffer = np.zeros(0, dtype=np.float32)
         self._t0: float | None = None  # clock time of self._buffer[0]
-        self._expected: float | None = None  # DAC time the next input block should start at
+        self._stream_at = 0  # buffer index where the resampler's output starts
+        self._fed = 0  # input samples given to the resampler since it started
+        self._drift = 0.0  # smoothed stamp error (seconds, + = the stamps run later than the samples)
+        self._streaming = False  # blocks follow each other on the sample clock
         self.resyncs = 0
 
     def push(self, dac_time: float, block: np.ndarray) -> None:
         """From the audio thread: one small copy and a deque append, nothing else."""
         self._inbox.append((dac_time, block.copy()))
+
+    def cut(self, at: float) -> None:
+        """From any thread: the device dropped what it held: nothing stamped from `at` on was heard."""
+        self._inbox.append((at, None))
 
     def read(self, at: float, n: int) -> np.ndarray:
         self._drain()
@@ -44,43 +60,94 @@ class ReferenceTap:
             out[lo - start : hi - start] = self._buffer[lo:hi]
         return out
 
+    @property
+    def end(self) -> float | None:
+        """Clock time up to which the reference is known (None before anything played)."""
+        self._drain()
+        return None if self._t0 is None else self._t0 + len(self._buffer) / RATE
+
     def _drain(self) -> None:
         while self._inbox:
             dac_time, block = self._inbox.popleft()
-            if self._t0 is None or self._expected is None:
-                self._start(dac_time)
-            elif abs(jump := dac_time - self._expected) > RESYNC_S:
-                self._resync(jump)
-            self._expected = dac_time + len(block) / self._rate_in
-            self._append(self._convert(block))
+            if block is None:
+                self._cut(dac_time)
+            elif self._t0 is None:
+                self._t0 = dac_time
+                self._restart(0)
+                self._feed(block)
+            else:
+                self._place(dac_time, block)
+                self._feed(block)
         self._trim()
 
-    def _start(self, dac_time: float) -> None:
-        same = self._rate_in == RATE
-        self._resampler = None if same else soxr.ResampleStream(self._rate_in, RATE, 1, dtype="float32")
-        self._buffer = np.zeros(0, dtype=np.float32)
-        self._t0 = dac_time
+    def _place(self, dac_time: float, block: np.ndarray) -> None:
+        assert self._t0 is not None
+        expected = self._t0 + (self._stream_at + self._fed * RATE / self._rate_in) / RATE
+        error = dac_time - expected
+        if not self._streaming or abs(error) > JITTER_S:
+            self._resync(dac_time)
+        else:
+            self._follow(error)
 
-    def _resync(self, jump: float) -> None:
-        """The DAC timeline jumped (an underrun, a restart): later audio plays later; earlier stamps slide back."""
+    def _follow(self, error: float) -> None:
+        """Sample clock vs stamps: jitter averages out, a drift builds up and moves the stream a step."""
+        self._drift += DRIFT_ALPHA * (error - self._drift)
+        if abs(self._drift) >= DRIFT_STEP / RATE:
+            step = DRIFT_STEP if self._drift > 0 else -DRIFT_STEP
+            assert self._t0 is not None
+            self._t0 += step / RATE  # the same samples, `step` later on the clock
+            self._drift -= step / RATE
+
+    def _resync(self, dac_time: float) -> None:
+        """Close the running stream and start the next one where `dac_time` falls (gap: silence)."""
         assert self._t0 is not None
         self.resyncs += 1
-        if 0 < jump < KEEP_S:
-            self._append(np.zeros(round(jump * RATE), dtype=np.float32))
-        else:
-            self._t0 += jump
+        self._finish_stream()
+        position = round((dac_time - self._t0) * RATE)
+        if position - len(self._buffer) > KEEP_S * RATE or position < 0:
+            self._buffer, self._t0, position = np.zeros(0, dtype=np.float32), dac_time, 0
+        self._fit(position)
+        self._restart(position)
 
-    def _convert(self, block: np.ndarray) -> np.ndarray:
+    def _cut(self, at: float) -> None:
+        if self._t0 is None:
+            return
+        self._finish_stream()
+        self._fit(min(len(self._buffer), max(0, round((at - self._t0) * RATE))))
+        self._streaming = False  # the next block starts a new stream where its stamp says
+
+    def _fit(self, length: int) -> None:
+        if length <= len(self._buffer):
+            self._buffer = self._buffer[:length]
+        else:
+            self._buffer = np.concatenate([self._buffer, np.zeros(length - len(self._buffer), dtype=np.float32)])
+
+    def _restart(self, position: int) -> None:
+        same = self._rate_in == RATE
+        self._resampler = None if same else soxr.ResampleStream(self._rate_in, RATE, 1, dtype="float32")
+        self._stream_at, self._fed, self._drift, self._streaming = position, 0, 0.0, True
+
+    def _finish_stream(self) -> None:
+        if self._resampler is not None:
+            tail = self._resampler.resample_chunk(np.zeros(0, dtype=np.float32), last=True)
+            self._append(np.asarray(tail, dtype=np.float32))
+            self._resampler = None
+
+    def _feed(self, block: np.ndarray) -> None:
         block = np.asarray(block, dtype=np.float32)
+        self._fed += len(block)
         if self._resampler is None:
-            return block
-        return np.asarray(self._resampler.resample_chunk(block), dtype=np.float32)
+            self._append(block)
+        else:
+            self._append(np.asarray(self._resampler.resample_chunk(block), dtype=np.float32))
 
     def _append(self, samples: np.ndarray) -> None:
-        self._buffer = np.concatenate([self._buffer, samples])
+        if len(samples):
+            self._buffer = np.concatenate([self._buffer, samples])
 
     def _trim(self) -> None:
         excess = len(self._buffer) - int(KEEP_S * RATE)
         if excess > 0 and self._t0 is not None:
             self._buffer = self._buffer[excess:]
             self._t0 += excess / RATE
+            self._stream_at -= excess

@@ -101,6 +101,7 @@ class Vad:
         self._gated = False
         self.model_calls = 0  # windows the model judged
         self.gated_windows = 0  # windows the gate counted as silence without the model
+        self.may_gate = True  # the owner's say: the room may be idle (False while a reply plays or echoes)
 
     @property
     def speaking(self) -> bool:
@@ -133,7 +134,7 @@ class Vad:
     def _judge(self, window: np.ndarray) -> float:
         """Silero's speech probability for `window`, or 0.0 without running it while the gate is shut."""
         gate = self.config.gate_dbfs
-        if gate is None or self._speaking or self.voiced_ms > 0 or _dbfs(window) >= gate:
+        if gate is None or not self.may_gate or self._speaking or self.voiced_ms > 0 or _dbfs(window) >= gate:
             if self._gated:
                 self._reopen()
             self._quiet_ms = 0.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,7 +16,29 @@ from engine.conversation import VERSION
 from engine.journal import JournalCorrupt
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_SIGNALLED = 128  # + the signal's number: 130 for Ctrl-C (SIGINT), 143 for SIGTERM, as shells report them
 MAX_SOAK = 10_000  # barge-in cycles: hours of soak already; more is a typo
+
+
+class _Noted:
+    """SIGTERM and Ctrl-C where the session does not handle them (while the models import, after the session):
+    noted, and acted on at the next safe point. Raised there, an exception breaks whatever was importing."""
+
+    def __init__(self) -> None:
+        self.signal: signal.Signals | None = None
+        self._previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+        self.arm()
+
+    def arm(self) -> None:
+        for sig in self._previous:
+            signal.signal(sig, self._note)
+
+    def _note(self, signum: int, _frame: object) -> None:
+        self.signal = self.signal or signal.Signals(signum)
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -94,6 +117,14 @@ def _self_test(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    noted = _Noted()
+    try:
+        return _run_session(args, noted)
+    finally:
+        noted.restore()
+
+
+def _run_session(args: argparse.Namespace, noted: _Noted) -> int:
     from desktop.config import load, with_llm
     from desktop.scenario import load_scenario, scenario_path
 
@@ -108,11 +139,23 @@ def _run(args: argparse.Namespace) -> int:
     scenario = load_scenario(scenario_path(args.fixture)) if args.fixture else None  # or a bundled one
     _check_out_dir(args.out)  # all of the input is checked before any model loads
 
-    from desktop.pipeline.run import run_session
+    from desktop.pipeline.run import STOP_SIGNALS, run_session
 
-    print(asyncio.run(run_session(scenario, args.text or [], config, args.out, args.fast)))
-    print(f"wrote {args.out / 'journal.jsonl'}, {args.out / 'output.wav'}, {args.out / 'report.json'}")
-    return EXIT_OK
+    if noted.signal is not None:
+        print(
+            f"parley: stopped by {noted.signal.name} before the session started; nothing was written", file=sys.stderr
+        )
+        return EXIT_SIGNALLED + noted.signal
+    ran = asyncio.run(run_session(scenario, args.text or [], config, args.out, args.fast, stop_on=STOP_SIGNALS))
+    noted.arm()  # the loop put the defaults back when it let go of the signals
+    print(ran.report)
+    wrote = f"wrote {args.out / 'journal.jsonl'}, {args.out / 'output.wav'}, {args.out / 'report.json'}"
+    stopped = ran.stopped_by or noted.signal
+    if stopped is None:
+        print(wrote)
+        return EXIT_OK
+    print(f"parley: stopped by {stopped.name}; every turn was closed in order; {wrote}", file=sys.stderr)
+    return EXIT_SIGNALLED + stopped
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -176,6 +219,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _bad_input() as error:
         print(f"parley: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("parley: stopped by SIGINT", file=sys.stderr)
+        return EXIT_SIGNALLED + signal.SIGINT
 
 
 def _bad_input() -> tuple[type[Exception], ...]:

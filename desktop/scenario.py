@@ -38,8 +38,33 @@ class Say:
 
 @dataclass(frozen=True)
 class Echo:
+    """[echo]: the loudspeaker heard by the microphone. Beyond gain and delay, what a real path does (defaults:
+    audio.fixtures.EchoMixer's, a realistic one): the delay wanders (jitter_ms) and creeps (drift_ppm), the
+    speaker clips softly (nonlinearity), the room hums (noise_db), and, opt-in, the speaker's stream restarts
+    after a pause or stop with less queued than before (restart_skew_ms; PulseAudio: ~26)."""
+
     gain: float
     delay_ms: float
+    jitter_ms: float = 2.0
+    drift_ppm: float = 200.0
+    nonlinearity: float = 0.3
+    noise_db: float | None = -70.0
+    restart_skew_ms: float = 0.0
+
+    def mixer_options(self) -> dict[str, float | None]:
+        """Keyword arguments for audio.fixtures.EchoMixer."""
+        return {
+            "gain": self.gain,
+            "delay_s": self.delay_ms / 1000,
+            "jitter_s": self.jitter_ms / 1000,
+            "drift_ppm": self.drift_ppm,
+            "nonlinearity": self.nonlinearity,
+            "noise_db": self.noise_db,
+        }
+
+    def sink_options(self) -> dict[str, float]:
+        """Keyword arguments for audio.fixtures.RecordingSink."""
+        return {"restart_skew_s": self.restart_skew_ms / 1000}
 
 
 @dataclass(frozen=True)
@@ -129,22 +154,32 @@ def _check_order(path: Path, says: tuple[Say, ...]) -> None:
             raise ScenarioError(f"{path}: [[say]] #1 has no reply before it; give it an 'at' time")
 
 
+ECHO_KEYS = {  # key: (lowest, highest) allowed
+    "gain": (0.0, 2.0),
+    "delay_ms": (0.0, 1000.0),
+    "jitter_ms": (0.0, 50.0),
+    "drift_ppm": (-1000.0, 1000.0),
+    "nonlinearity": (0.0, 3.0),
+    "noise_db": (-120.0, -20.0),
+    "restart_skew_ms": (0.0, 100.0),
+}
+
+
 def _echo(path: Path, raw: Any) -> Echo | None:
     if raw is None:
         return None
     if not isinstance(raw, dict):
         raise ScenarioError(f"{path}: echo must be a table: write [echo] with gain and delay_ms below it")
-    if set(raw) - {"gain", "delay_ms"}:
-        raise ScenarioError(f"{path}: [echo] takes only gain and delay_ms")
-    gain, delay = _number(raw.get("gain", 0.4), 0.0, 2.0), _number(raw.get("delay_ms", 40), 0.0, MAX_ECHO_DELAY_MS)
-    if gain is None:
-        raise ScenarioError(f"{path}: [echo] gain = {raw['gain']!r}; give a number from 0 to 2, e.g. gain = 0.4")
-    if delay is None:
-        raise ScenarioError(
-            f"{path}: [echo] delay_ms = {raw['delay_ms']!r}; give milliseconds from 0 to {MAX_ECHO_DELAY_MS:g},"
-            " e.g. delay_ms = 40"
-        )
-    return Echo(gain, delay)
+    if set(raw) - set(ECHO_KEYS):
+        raise ScenarioError(f"{path}: [echo] takes only {', '.join(ECHO_KEYS)}")
+    values: dict[str, float] = {}
+    for key, value in raw.items():
+        low, high = ECHO_KEYS[key]
+        number = _number(value, low, high)
+        if number is None:
+            raise ScenarioError(f"{path}: [echo] {key} = {value!r}; give a number from {low:g} to {high:g}")
+        values[key] = number
+    return Echo(values.pop("gain", 0.4), values.pop("delay_ms", 40.0), **values)
 
 
 def scenario_path(path: Path) -> Path:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.contract import CancelCause, Disposed, LlmAdapter, LlmFailure
+from adapters.contract.llm import FailureCode
 from adapters.contract.tasks import open_tasks
 from engine.clock import Clock, MonotonicClock
 from engine.events import (
@@ -34,8 +35,8 @@ from engine.turn import Answered, Turn
 
 VERSION = "0.1.0"
 log = logging.getLogger(__name__)
-TOO_MANY_STEPS = "TOO_MANY_STEPS"
-INTERNAL = "INTERNAL"
+TOO_MANY_STEPS = FailureCode.TOO_MANY_STEPS
+INTERNAL = FailureCode.INTERNAL
 
 
 @dataclass
@@ -224,7 +225,8 @@ class Conversation:
 
 
 def _outcome(turn: Turn, answered: Answered) -> tuple[str, LlmFailure | None]:
-    if answered.cancelled or turn.signal.cancelled:
+    """Decided by how the answer ended: work disposed of after it does not make a finished answer aborted."""
+    if answered.cancelled:
         return "aborted", None
     error = answered.error
     if error is None:

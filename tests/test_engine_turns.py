@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adapters.contract import User
-from engine.events import State
+from engine.events import State, TextGenerated
 from engine.journal import read_events
 from engine.retry import Budgets
 from engine.testing import FakeLlm, empty_reply, failure, reply, stream_failure, tool_reply
@@ -194,3 +194,25 @@ def test_sends_per_step_never_exceed_one_plus_the_budgets(
             assert len(k.of_type("turn/end", 2)) == 1
 
     asyncio.run(scenario())
+
+
+async def test_work_left_running_when_the_answer_ends_is_disposed_and_the_turn_still_completes(tmp_path: Path) -> None:
+    async with kit(tmp_path, [reply("Done.")]) as k:
+        leftover_cancelled = asyncio.Event()
+
+        async def leftover() -> None:
+            try:
+                await asyncio.Event().wait()
+            finally:
+                leftover_cancelled.set()
+
+        def start_once(event: object) -> None:
+            turn = k.conversation.live_turn
+            if isinstance(event, TextGenerated) and turn is not None and "turn1:leftover" not in turn.pending():
+                turn.start(leftover, name="leftover")
+
+        k.conversation.subscribe(start_once)
+        k.submit("Hi")
+        await k.until_turn_ended(1)
+        assert leftover_cancelled.is_set()
+        assert k.of_type("turn/end")[0]["outcome"] == "completed"

@@ -97,6 +97,9 @@ async def test_an_onnx_model_that_is_not_a_piper_voice_is_refused(tmp_path: Path
 async def test_ten_thousand_characters_are_spoken_in_bounded_cancellable_steps() -> None:
     synthesizer = PiperSynthesizer()
     await speak("Warm up.", synthesizer)
+    started = time.monotonic()
+    await speak("Tea is good, and so is coffee. " * (MAX_CHARS // 31), synthesizer)
+    one_segment = time.monotonic() - started  # this machine's pace, under whatever load it has now
     for text in ("Tea is good, and so is coffee. " * 330, "word " * 2000):
         assert len(text) >= 10_000
         signal = CancelSignal()
@@ -104,7 +107,7 @@ async def test_ten_thousand_characters_are_spoken_in_bounded_cancellable_steps()
         stream = synthesizer.stream(text, signal)
         first = await anext(stream)
         second = await anext(stream)
-        assert time.monotonic() - started < 20
+        assert time.monotonic() - started < 10 * one_segment + 2, "the first segments come before the rest is made"
         assert all(len(s.text.strip()) <= MAX_CHARS for s in (first, second))
         signal.set(User())
         assert [s async for s in stream] == []
@@ -127,7 +130,7 @@ async def test_a_stop_ends_the_inference_under_way_rather_than_the_sentence() ->
     assert await job is None
     latency = time.monotonic() - stopped
     print(f"\npiper: a {whole * 1000:.0f} ms sentence stopped {latency * 1000:.1f} ms after the stop")
-    assert latency < min(0.1, whole / 3)
+    assert latency < whole / 2, "the inference was ended, not run to the end of the sentence"
     assert await asyncio.to_thread(render, voice, 0, "Still speaking.", StopFlag()) is not None, "voice still usable"
 
 
@@ -150,19 +153,17 @@ async def test_other_scripts_and_raw_phoneme_syntax_give_audio_not_a_traceback(t
 async def test_the_stream_never_blocks_the_event_loop() -> None:
     synthesizer = PiperSynthesizer()
     await speak("Warm up.", synthesizer)
-    ticks = 0
+    ticks_while_busy = 0
     done = asyncio.Event()
 
     async def ticker() -> None:
-        nonlocal ticks
+        nonlocal ticks_while_busy
         while not done.is_set():
-            ticks += 1
-            await asyncio.sleep(0.01)
+            ticks_while_busy += synthesizer.busy > 0
+            await asyncio.sleep(0.001)
 
     task = asyncio.create_task(ticker())
-    started = time.monotonic()
     await speak("A sentence long enough to take a while to synthesize on this machine, surely.", synthesizer)
-    elapsed = time.monotonic() - started
     done.set()
     await task
-    assert ticks >= elapsed / 0.01 * 0.3  # the loop kept turning while Piper worked
+    assert ticks_while_busy >= 2, "the loop kept turning while Piper's thread worked"

@@ -34,6 +34,24 @@ def test_a_full_scenario_parses(tmp_path: Path) -> None:
     assert scenario.echo.delay_ms == 40
 
 
+def test_echo_realism_keys_reach_the_fixture_devices(tmp_path: Path) -> None:
+    from audio.fixtures import EchoMixer, FileSource, RecordingSink
+    from engine.testing.clock import VirtualClock
+
+    path = _scenario(
+        tmp_path,
+        '[[say]]\nwav = "hello.wav"\nat = 0.5\n\n[echo]\ngain = 1.0\ndelay_ms = 120\njitter_ms = 5\n'
+        "drift_ppm = -300\nnonlinearity = 0\nnoise_db = -60\nrestart_skew_ms = 26\n",
+    )
+    echo = load_scenario(path).echo
+    assert echo is not None
+    clock = VirtualClock()
+    sink = RecordingSink(clock, **echo.sink_options())
+    mixer = EchoMixer(FileSource(clock), sink, **echo.mixer_options())  # type: ignore[arg-type]
+    assert (mixer.gain, mixer.delay_s, mixer.jitter_s, mixer.drift_ppm) == (1.0, 0.12, 0.005, -300.0)
+    assert (mixer.nonlinearity, mixer.noise_db, sink.restart_skew_s) == (0.0, -60.0, 0.026)
+
+
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
@@ -51,7 +69,10 @@ def test_a_full_scenario_parses(tmp_path: Path) -> None:
         ('[[say]]\nwav = "hello.wav"\nat = true\n', "at = True is not a time"),
         ('[[say]]\nwav = "hello.wav"\nat = 0\n[[say]]\ntext = "x"\nafter_reply_ends = -inf\n', "not a time"),
         ('[[say]]\nwav = "hello.wav"\nat = 0\n[echo]\ngain = nan\n', "gain = nan; give a number from 0 to 2"),
-        ('[[say]]\nwav = "hello.wav"\nat = 0\n[echo]\ndelay_ms = inf\n', "delay_ms = inf; give milliseconds"),
+        (
+            '[[say]]\nwav = "hello.wav"\nat = 0\n[echo]\ndelay_ms = inf\n',
+            "delay_ms = inf; give a number",
+        ),
         ('[[say]]\nwav = "hello.wav"\nat = 0\n[echo]\ndelay_ms = -1\n', "delay_ms = -1"),
         ('[[say]]\nwav = "hello.wav"\nat = 0\necho = 5\n', "unknown key 'echo'"),
         ('echo = 5\n[[say]]\nwav = "hello.wav"\nat = 0\n', "echo must be a table"),
@@ -61,6 +82,8 @@ def test_a_full_scenario_parses(tmp_path: Path) -> None:
         ('[[say]]\nwav = "hello.wav"\nat = 0\npush_to_talk = "yes"\n', "write true or false"),
         ('[[say]]\nwav = "folder.wav"\nat = 0\n', "folder.wav is a directory, not a file"),
         ('[[say]]\nwav = "loop.wav"\nat = 0\n', "loop.wav is a symbolic link loop"),
+        ('[[say]]\nwav = "hello.wav"\nat = 0\n[echo]\nreverb = 1\n', r"\[echo\] takes only gain, delay_ms"),
+        ('[[say]]\nwav = "hello.wav"\nat = 0\n[echo]\njitter_ms = -1\n', "jitter_ms = -1; give a number from 0 to 50"),
     ],
 )
 def test_bad_scenarios_name_the_problem(tmp_path: Path, text: str, needle: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Literal, Protocol
 
 from adapters.contract.cancel import CancelSignal
@@ -51,7 +52,7 @@ class LlmFailure:
     """A fact about what went wrong; whether to retry is policy and lives elsewhere."""
 
     message: str
-    code: str
+    code: FailureCode
     status: int | None = None
     provider_retry_after_ms: int | None = None
     request_id: str | None = None
@@ -111,15 +112,33 @@ class LlmAdapter(Protocol):
         ...
 
 
-# Canonical failure codes. Consumers route on these, never on provider text.
-RATE_LIMITED = "RATE_LIMITED"
-SERVER_ERROR = "SERVER_ERROR"
-TIMEOUT = "TIMEOUT"
-TRANSPORT = "TRANSPORT"
-EMPTY_RESPONSE = "EMPTY_RESPONSE"
-AUTH = "AUTH"
-QUOTA = "QUOTA"
-INVALID_REQUEST = "INVALID_REQUEST"
-CONTEXT_WINDOW_EXCEEDED = "CONTEXT_WINDOW_EXCEEDED"
-PROTOCOL = "PROTOCOL"
-ABORTED = "ABORTED"
+class FailureCode(StrEnum):
+    """The canonical failure codes: consumers route on these, never on provider text. A StrEnum, so the journal
+    holds the plain string and a code read back from it compares equal."""
+
+    RATE_LIMITED = "RATE_LIMITED"
+    SERVER_ERROR = "SERVER_ERROR"
+    TIMEOUT = "TIMEOUT"
+    TRANSPORT = "TRANSPORT"
+    EMPTY_RESPONSE = "EMPTY_RESPONSE"
+    AUTH = "AUTH"
+    QUOTA = "QUOTA"
+    INVALID_REQUEST = "INVALID_REQUEST"
+    CONTEXT_WINDOW_EXCEEDED = "CONTEXT_WINDOW_EXCEEDED"
+    PROTOCOL = "PROTOCOL"
+    ABORTED = "ABORTED"
+    TOO_MANY_STEPS = "TOO_MANY_STEPS"  # the engine's: the model kept calling tools without answering
+    INTERNAL = "INTERNAL"  # the engine's: a bug in Parley failed the turn
+
+
+RATE_LIMITED = FailureCode.RATE_LIMITED
+SERVER_ERROR = FailureCode.SERVER_ERROR
+TIMEOUT = FailureCode.TIMEOUT
+TRANSPORT = FailureCode.TRANSPORT
+EMPTY_RESPONSE = FailureCode.EMPTY_RESPONSE
+AUTH = FailureCode.AUTH
+QUOTA = FailureCode.QUOTA
+INVALID_REQUEST = FailureCode.INVALID_REQUEST
+CONTEXT_WINDOW_EXCEEDED = FailureCode.CONTEXT_WINDOW_EXCEEDED
+PROTOCOL = FailureCode.PROTOCOL
+ABORTED = FailureCode.ABORTED

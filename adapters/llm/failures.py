@@ -22,6 +22,7 @@ from adapters.contract.llm import (
     RATE_LIMITED,
     SERVER_ERROR,
     TIMEOUT,
+    FailureCode,
     LlmFailure,
 )
 from adapters.llm.secret import ENV_VAR, Secret
@@ -90,7 +91,7 @@ def is_context_overflow(info: ErrorInfo) -> bool:
     return bool(_CONTEXT.search(info.kind) or _CONTEXT.search(info.message))
 
 
-def code_for_status(status: int, info: ErrorInfo) -> str:
+def code_for_status(status: int, info: ErrorInfo) -> FailureCode:
     """HTTP status plus the body's own code → canonical failure code."""
     if status == 402 or _QUOTA.search(info.kind):
         return QUOTA
@@ -105,7 +106,7 @@ def code_for_status(status: int, info: ErrorInfo) -> str:
     return CONTEXT_WINDOW_EXCEEDED if is_context_overflow(info) else INVALID_REQUEST
 
 
-def code_for_stream_error(info: ErrorInfo) -> str:
+def code_for_stream_error(info: ErrorInfo) -> FailureCode:
     """An error the provider reported inside a 200 stream → canonical failure code."""
     if info.status is not None and 400 <= info.status < 600:
         return code_for_status(info.status, info)

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from adapters.contract import CancelSignal, GenerateOptions, LlmError, LlmFailure, StreamChunk
-from adapters.contract.llm import ABORTED, INVALID_REQUEST, PROTOCOL, TRANSPORT
+from adapters.contract.llm import ABORTED, INVALID_REQUEST, PROTOCOL, TRANSPORT, FailureCode
 from adapters.llm.failures import body_info, describe, request_id, scrub, status_failure
 from adapters.llm.openai_wire import StreamState, WireError, build_body
 from adapters.llm.proxy import ProxyChoice, ProxySettingError, proxy_for
@@ -208,7 +208,7 @@ class OpenAICompatAdapter:
     def _scrub(self, failure: LlmFailure) -> LlmFailure:
         return scrub(failure, self._key)
 
-    def _fail(self, code: str, what: str) -> Never:
+    def _fail(self, code: FailureCode, what: str) -> Never:
         raise LlmError(self._scrub(LlmFailure(describe(*self._where, what), code)))
 
 

@@ -13,7 +13,7 @@ import anyio
 import httpx
 
 from adapters.contract.cancel import CancelSignal
-from adapters.contract.llm import INVALID_REQUEST, PROTOCOL, TIMEOUT, TRANSPORT, LlmFailure
+from adapters.contract.llm import INVALID_REQUEST, PROTOCOL, TIMEOUT, TRANSPORT, FailureCode, LlmFailure
 from adapters.contract.workers import real_work
 from adapters.llm.failures import describe
 
@@ -52,7 +52,7 @@ def transport_failure(exc: httpx.HTTPError, where: tuple[str, str], idle_timeout
     return LlmFailure(message=describe(*where, what + via), code=code)
 
 
-def _classify(exc: httpx.HTTPError, idle_timeout: float) -> tuple[str, str]:
+def _classify(exc: httpx.HTTPError, idle_timeout: float) -> tuple[FailureCode, str]:
     detail = str(exc) or str(exc.__context__ or "") or type(exc).__name__
     if isinstance(exc, httpx.ConnectTimeout):
         return TIMEOUT, "could not connect in time (connect timeout)"

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from adapters.contract import CancelSignal
+from adapters.contract.workers import run_blocking
 from audio.capture import Microphone
 from audio.devices import refresh
 from audio.player import Player
@@ -103,12 +104,12 @@ async def _one(kit: Any, models: Models, out: Path) -> tuple[float | None, Heard
             injected = time.monotonic()
             user = kit.play_into(kit.MICWIRE, fixture("stop_what_time.wav"))
             await _until(lambda: live.metrics.ended.get(turn))
-            await asyncio.to_thread(user.wait, 30)
+            await run_blocking(lambda: user.wait(30))
             await asyncio.sleep(SETTLE_S)
             onset = _onset_at(live.frames, injected)
             paused = live.ears.silent_at.get(turn, 0.0)
     finally:
-        recording = await asyncio.to_thread(recorder.finish)
+        recording = await run_blocking(recorder.finish)
     return await _measure(models, recording, out, turn, (first, paused), onset)
 
 
@@ -179,7 +180,7 @@ class _Keeping:
 @asynccontextmanager
 async def _rig(models: Models, out: Path) -> AsyncIterator[_Live]:
     """The one pipeline (desktop.pipeline) on the real devices (a headset: no echo path, AEC off)."""
-    await asyncio.to_thread(out.mkdir, parents=True, exist_ok=True)
+    await run_blocking(lambda: out.mkdir(parents=True, exist_ok=True))
     frames: list[Frame] = []
     devices = Devices(_Keeping(Microphone("pulse"), frames), Player("pulse"), acoustic=False)
     session = open_voice_session(models.config, out, MonotonicClock(), models.transcriber, models.synthesizer, devices)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.asr.whisper import WhisperTranscriber
+from adapters.contract.workers import run_blocking
 from adapters.tts.piper_voice import PiperSynthesizer
 from audio.wav import load_wav
 from desktop.assets import fixture
@@ -68,7 +69,7 @@ async def barge_in_cycle(models: Models, out: Path, spoken: bool) -> Cycle:
         turn = await poll(clock, lambda: next(iter(metrics.first_audible), None))
         await _interrupt(stage, spoken)
         ended = await poll(clock, lambda: metrics.ended.get(turn))
-    await asyncio.to_thread(shutil.rmtree, out, ignore_errors=True)
+    await run_blocking(lambda: shutil.rmtree(out, ignore_errors=True))
     return Cycle(ended.outcome, dict(ended.metrics), spoken)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.contract import LlmFailure
+from adapters.contract.llm import FailureCode
 from desktop.model.transcript_model import Bubble
 from desktop.model.wording import failure_reason
 from engine.journal import JournalCorrupt, open_turn_ids, read_events
@@ -120,9 +121,10 @@ def _ended(bubbles: list[Bubble], turn: int, event: Mapping[str, Any], at: float
 
 def _failure(fields: Mapping[str, Any]) -> LlmFailure:
     after = fields.get("retry_after_ms")
+    code = str(fields["code"])
     return LlmFailure(
         str(fields.get("message", "")),
-        str(fields["code"]),
+        FailureCode(code) if code in FailureCode.__members__ else FailureCode.INTERNAL,
         provider_retry_after_ms=int(after) if isinstance(after, int | float) else None,
     )
 

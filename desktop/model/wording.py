@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 from adapters.contract import LlmFailure
+from adapters.contract.llm import FailureCode
 from adapters.llm.secret import redact_url
 from desktop.config import LlmConfig
 from desktop.model.facts import Problem
@@ -23,36 +24,37 @@ STATE_LABELS = {
 }
 
 CODE_WORDS = {
-    "RATE_LIMITED": "rate limited",
-    "SERVER_ERROR": "server error",
-    "TIMEOUT": "no response",
-    "TRANSPORT": "connection problem",
-    "EMPTY_RESPONSE": "empty reply",
-    "AUTH": "API key refused",
-    "QUOTA": "out of quota",
-    "INVALID_REQUEST": "request rejected",
-    "CONTEXT_WINDOW_EXCEEDED": "conversation too long",
-    "PROTOCOL": "garbled reply",
+    FailureCode.RATE_LIMITED: "rate limited",
+    FailureCode.SERVER_ERROR: "server error",
+    FailureCode.TIMEOUT: "no response",
+    FailureCode.TRANSPORT: "connection problem",
+    FailureCode.EMPTY_RESPONSE: "empty reply",
+    FailureCode.AUTH: "API key refused",
+    FailureCode.QUOTA: "out of quota",
+    FailureCode.INVALID_REQUEST: "request rejected",
+    FailureCode.CONTEXT_WINDOW_EXCEEDED: "conversation too long",
+    FailureCode.PROTOCOL: "garbled reply",
 }
 
 FAILURE_REASONS = {
-    "AUTH": "The API key was refused",
-    "QUOTA": "The provider account is out of quota or credit",
-    "TRANSPORT": "Could not reach the provider",
-    "TIMEOUT": "The provider stopped responding",
-    "SERVER_ERROR": "The provider kept failing with server errors",
-    "RATE_LIMITED": "The provider kept rate limiting us",
-    "EMPTY_RESPONSE": "The model kept sending empty replies",
-    "INVALID_REQUEST": "The provider rejected the request",
-    "CONTEXT_WINDOW_EXCEEDED": "The conversation is too long for this model",
-    "PROTOCOL": "The provider sent a reply Parley could not read",
-    "TOO_MANY_STEPS": "The model kept calling tools without answering",
-    "INTERNAL": "Something went wrong inside Parley",
+    FailureCode.AUTH: "The API key was refused",
+    FailureCode.QUOTA: "The provider account is out of quota or credit",
+    FailureCode.TRANSPORT: "Could not reach the provider",
+    FailureCode.TIMEOUT: "The provider stopped responding",
+    FailureCode.SERVER_ERROR: "The provider kept failing with server errors",
+    FailureCode.RATE_LIMITED: "The provider kept rate limiting us",
+    FailureCode.EMPTY_RESPONSE: "The model kept sending empty replies",
+    FailureCode.INVALID_REQUEST: "The provider rejected the request",
+    FailureCode.CONTEXT_WINDOW_EXCEEDED: "The conversation is too long for this model",
+    FailureCode.PROTOCOL: "The provider sent a reply Parley could not read",
+    FailureCode.TOO_MANY_STEPS: "The model kept calling tools without answering",
+    FailureCode.INTERNAL: "Something went wrong inside Parley",
 }
 
 
 def code_words(code: str) -> str:
-    return CODE_WORDS.get(code, code.lower().replace("_", " "))
+    known = code in FailureCode.__members__ and CODE_WORDS.get(FailureCode(code))
+    return known or code.lower().replace("_", " ")
 
 
 def seconds_left(info: BackoffInfo, now: float) -> float:
@@ -87,15 +89,16 @@ def _duration(ms: int) -> str:
 
 def problem_for_failure(failure: LlmFailure, llm: LlmConfig, *, key_set: bool) -> Problem | None:
     """The banner a failed turn deserves, if the person has something to fix."""
-    if failure.code == "AUTH":
+    if failure.code == FailureCode.AUTH:
         if not key_set:
             return Problem("The provider wants an API key and none is set", _KEY_FIX, "auth")
         return Problem("The API key was refused by the provider", _KEY_FIX, "auth")
-    if failure.code in ("TRANSPORT", "TIMEOUT") and llm.provider != "local":
+    if failure.code in (FailureCode.TRANSPORT, FailureCode.TIMEOUT) and llm.provider != "local":
         message = f"Cannot reach the provider at {redact_url(llm.base_url)}"
         return Problem(message, "Check the base URL in Settings and that the server is running", "unreachable")
-    if failure.code == "QUOTA":
-        return Problem(FAILURE_REASONS["QUOTA"], "Top up the account, or pick another provider in Settings", "quota")
+    if failure.code == FailureCode.QUOTA:
+        fix = "Top up the account, or pick another provider in Settings"
+        return Problem(FAILURE_REASONS[FailureCode.QUOTA], fix, "quota")
     return None
 
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
+import signal
+import sys
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +15,8 @@ import anyio
 
 from adapters.asr.whisper import WhisperTranscriber
 from adapters.contract.private_files import private_dir, write_private_text
+from adapters.contract.tasks import open_tasks
+from adapters.contract.workers import run_blocking
 from adapters.llm.secret import Secret, load_api_key
 from adapters.tts.piper_voice import PiperSynthesizer
 from audio.wav import load_wav
@@ -20,30 +25,92 @@ from desktop.errors import BadInput
 from desktop.pipeline.devices import Devices, fixture_devices
 from desktop.pipeline.facts import PipelineFact
 from desktop.pipeline.parts import LlmChoice, builtin_tools, llm_choice, speech_models
-from desktop.pipeline.scenario_play import Stage, play
+from desktop.pipeline.scenario_play import Delivered, Stage, play
 from desktop.pipeline.voice import Binding, open_pipeline
 from desktop.scenario import Scenario
 from engine.clock import Clock, MonotonicClock, SkippingClock
 from engine.conversation import EngineParts, open_conversation
-from engine.journal import Journal
-from engine.report import TurnReport, render, turn_reports
+from engine.journal import Journal, read_events
+from engine.report import render, turn_reports
 from engine.retry import Budgets
 
+# A desktop session, systemd or `timeout`; Ctrl-C. Windows has no loop signal handlers: there Ctrl-C stays Python's
+# KeyboardInterrupt (one line and 130 from the command line, without the outputs).
+STOP_SIGNALS = () if sys.platform == "win32" else (signal.SIGTERM, signal.SIGINT)
 
-async def run_session(scenario: Scenario | None, texts: list[str], config: Config, out: Path, fast: bool) -> str:
-    """Play the scenario (or the typed texts), write journal.jsonl, output.wav and report.json; return the report."""
-    await anyio.to_thread.run_sync(private_dir, out)  # 0700 when Parley creates it: the files hold the conversation
+
+@dataclass(frozen=True)
+class Ran:
+    """What a run produced: the readable report, and the signal that stopped it early (None: it played out)."""
+
+    report: str
+    stopped_by: signal.Signals | None = None
+
+
+async def run_session(
+    scenario: Scenario | None,
+    texts: list[str],
+    config: Config,
+    out: Path,
+    fast: bool,
+    *,
+    stop_on: Sequence[signal.Signals] = (),
+) -> Ran:
+    """Play the scenario (or the typed texts), write journal.jsonl, output.wav and report.json. A signal in
+    `stop_on` stops the run as a user would: the play ends, the live turn is cancelled and waited for, and the
+    turn is closed and the outputs written all the same (handlers only in the main thread)."""
+    stop = _Stop()
+    with anyio.open_signal_receiver(*stop_on) as signals:
+        async with open_tasks(cancel_on_exit=True) as tasks:
+            tasks.start(stop.watch, signals, name="stop-signals")
+            stage = await _play_session(scenario, texts, config, out, fast, stop)
+            return _write_reports(out, stage, stop.signal)
+
+
+async def _play_session(
+    scenario: Scenario | None, texts: list[str], config: Config, out: Path, fast: bool, stop: _Stop
+) -> Stage | None:
+    """The stage once played (None: stopped before the session was open); the session is closed on return."""
+    await run_blocking(lambda: private_dir(out))  # 0700 when Parley creates it: the files hold the conversation
     for say in scenario.says if scenario else ():
         if say.wav is not None:
             load_wav(say.wav)  # a corrupt or unreadable WAV fails here, before anything starts
     transcriber, synthesizer = speech_models(config)
     clock: Clock = SkippingClock(real=True) if fast else MonotonicClock()
-    async with open_fixture_session(config, out, clock, transcriber, synthesizer, scenario) as stage:
-        await play(stage, scenario, texts)
-        journal = stage.binding.conversation.parts.journal
-        reports = turn_reports(journal.events)
-        timeline = _timeline(stage)
-    return _write_reports(out, reports, stage.binding.metrics.generated, timeline)
+    stage: Stage | None = None
+    with stop.ends():  # a stop while the models load: the session closes before it opened
+        async with open_fixture_session(config, out, clock, transcriber, synthesizer, scenario) as stage:
+            with stop.ends():  # a stop now ends the play only: leaving the session closes the live turn in order
+                await play(stage, scenario, texts)
+    return stage
+
+
+class _Stop:
+    """The first stop signal, and the part of the run it ends: the opening or the play, never the closing (later
+    signals are ignored: the run is already on its way out)."""
+
+    def __init__(self) -> None:
+        self.signal: signal.Signals | None = None
+        self._scope: anyio.CancelScope | None = None
+
+    @contextmanager
+    def ends(self) -> Iterator[None]:
+        """A signal during the block cancels it (and nothing outside it)."""
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            if self.signal is not None:
+                scope.cancel()
+            try:
+                yield
+            finally:
+                self._scope = None
+
+    async def watch(self, signals: AsyncIterator[signal.Signals]) -> None:
+        async for signum in signals:
+            if self.signal is None:
+                self.signal = signum
+                if self._scope is not None:
+                    self._scope.cancel()
 
 
 @asynccontextmanager
@@ -123,16 +190,29 @@ def _timeline(stage: Stage) -> dict[str, Any]:
         }
         for turn, at in stage.binding.metrics.first_audible.items()
     }
-    says = [{"what": what, "at_s": round(at - origin, 4)} for what, at in stage.delivered]
+    says = [_said(said, origin) for said in stage.delivered]
     return {"sample_rate": sink.rate, "clock_origin": origin, "turns": turns, "says": says}
+
+
+def _said(said: Delivered, origin: float) -> dict[str, Any]:
+    row: dict[str, Any] = {"what": said.what, "at_s": round(said.at - origin, 4)}
+    if said.rule is not None:
+        row["rule"] = said.rule  # the reply it waited for never came (scenario_play's rules)
+    return row
 
 
 def _offset(at: float | None, origin: float) -> float | None:
     return None if at is None else round(at - origin, 4)
 
 
-def _write_reports(out: Path, reports: list[TurnReport], generated: dict[int, str], timeline: dict[str, Any]) -> str:
+def _write_reports(out: Path, stage: Stage | None, stopped_by: signal.Signals | None) -> Ran:
+    """report.json and the readable report, from the journal as the closed session left it."""
+    reports = turn_reports(read_events(out / "journal.jsonl"))
+    generated = stage.binding.metrics.generated if stage is not None else {}
+    timeline = _timeline(stage) if stage is not None else {"turns": {}, "says": []}
     rows = [dict(vars(r), generated=generated.get(r.turn, "")) for r in reports]
-    report = {"turns": rows, "timeline": timeline}
+    report = {"turns": rows, "timeline": timeline, "stopped_by": stopped_by.name if stopped_by else None}
     write_private_text(out / "report.json", json.dumps(report, indent=2, ensure_ascii=False))
-    return render(reports, generated)
+    says = stage.delivered if stage is not None else []
+    notes = [f"scenario: [[say]] #{n} ({d.label}): {d.rule}" for n, d in enumerate(says, start=1) if d.rule]
+    return Ran("\n".join([render(reports, generated), *notes]), stopped_by)

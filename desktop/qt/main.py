@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import qasync
@@ -99,7 +100,7 @@ async def _main(args: argparse.Namespace) -> int:
     window.show()
     wake = QTimer(window)  # lets Python run its Ctrl+C handler while Qt's loop is in C++
     wake.start(250)
-    previous = signal.signal(signal.SIGINT, lambda *_: window.close())
+    signalled = _close_on_signals(window)
     ready: float | None = None
     try:
         async with session.running():  # the app's root task group: everything the session starts ends in it
@@ -110,12 +111,32 @@ async def _main(args: argparse.Namespace) -> int:
                 window.close()
             await window.closed.wait()
     finally:
-        signal.signal(signal.SIGINT, previous)
+        status = signalled()
         wake.stop()
         window.deleteLater()
     if ready is not None:
         print(f"parley: window ready at {ready:.3f} s on the monotonic clock, then closed in order", flush=True)
-    return RESTART if window.restart_requested else 0
+    return RESTART if window.restart_requested and status == 0 else status
+
+
+def _close_on_signals(window: MainWindow) -> Callable[[], int]:
+    """Ctrl+C and SIGTERM (a desktop session ending, systemd, `timeout`) close the window as its close button does:
+    the conversation is disposed of and quiescent, its turn closed, first. The returned function puts the previous
+    handlers back and gives the exit status: 0, or 128 + the signal that closed the window."""
+    caught: list[int] = []
+
+    def close(signum: int, _frame: object) -> None:
+        caught.append(signum)
+        window.close()
+
+    previous = {sig: signal.signal(sig, close) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore() -> int:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        return 128 + caught[0] if caught else 0
+
+    return restore
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from adapters.contract import (
     ToolCallDelta,
     Usage,
 )
-from adapters.contract.llm import EMPTY_RESPONSE
+from adapters.contract.llm import EMPTY_RESPONSE, FailureCode
 from adapters.contract.workers import run_blocking
 from engine.clock import Clock, MonotonicClock
 
@@ -151,13 +151,13 @@ def tool_reply(name: str, fragments: Sequence[str], *, call_id: str = "call_1", 
 
 def failure(code: str, *, retry_after_ms: int | None = None, status: int | None = None) -> Script:
     """The transport path: `stream()` raises before any chunk."""
-    return [Raise(LlmFailure(f"fake {code}", code, status, retry_after_ms, "req-fake"))]
+    return [Raise(LlmFailure(f"fake {code}", FailureCode(code), status, retry_after_ms, "req-fake"))]
 
 
 def stream_failure(code: str, *, after: str = "", retry_after_ms: int | None = None) -> Script:
     """The provider path: an error reported inside the stream ends it with a failing finish."""
     head: list[Action] = [Emit(TextDelta(after))] if after else []
-    failing = Finish("error", LlmFailure(f"fake {code}", code, None, retry_after_ms, "req-fake"))
+    failing = Finish("error", LlmFailure(f"fake {code}", FailureCode(code), None, retry_after_ms, "req-fake"))
     return [*head, Emit(Usage(10, 0)), Emit(failing)]
 
 

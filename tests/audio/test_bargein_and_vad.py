@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 
 from audio.bargein import BargeInDetector, EchoEvidence
-from audio.events import BargeIn, BargeInConfirmed, FalseBargeInResumed, SpeechEnded, SpeechStarted
+from audio.events import (
+    BargeIn,
+    BargeInConfirmed,
+    FalseBargeInResumed,
+    OnsetPaused,
+    OnsetResumed,
+    SpeechEnded,
+    SpeechStarted,
+)
 from audio.fixtures import RecordingSink
 from audio.listen import echo_likeness
 from audio.ports import RATE, Frame
@@ -68,7 +76,7 @@ async def test_a_barge_in_pauses_and_a_wordless_one_resumes_where_it_stopped() -
     assert detector.advance(clock.now(), 64.0) is None, "shorter than the minimum"
     assert detector.advance(clock.now(), 96.0, EchoEvidence(suppressed_db=25.0)) is None, "mostly cancelled echo"
     assert detector.advance(clock.now(), 96.0, EchoEvidence(likeness=0.9)) is None, "echo the canceller let through"
-    assert detector.advance(clock.now(), 96.0, EchoEvidence(excess_db=1.0)) is None, "no louder than the echo"
+    assert detector.advance(clock.now(), 96.0, EchoEvidence(unexplained=0.02)) is None, "the echo path explains it"
     fired = detector.advance(clock.now(), 96.0)
     assert isinstance(fired, BargeIn)
     assert fired.at == pytest.approx(clock.now() - 0.096)
@@ -141,3 +149,51 @@ def test_echo_likeness_tells_the_played_signal_from_another_voice() -> None:
     assert echo_likeness(rng.standard_normal(4800), played) < 0.2
     assert echo_likeness(np.zeros(4800), played) == 0.0
     assert echo_likeness(echo, np.zeros(8000)) < 1e-3, "nothing was played"
+
+
+async def test_an_onset_pauses_at_once_and_resumes_when_no_speech_follows() -> None:
+    clock = VirtualClock()
+    sink = await _speaking_sink(clock)
+    facts: list[object] = []
+    detector = BargeInDetector(sink, clock, on_fact=facts.append)
+    assert detector.onset(clock.now()) is None, "disarmed: nothing to interrupt"
+    detector.arm()
+    onset = detector.onset(clock.now())
+    assert isinstance(onset, OnsetPaused)
+    paused_at = sink.played_ms(1, "s")
+    await clock.advance(0.1)
+    assert sink.played_ms(1, "s") == paused_at, "silent from the onset on"
+    assert detector.tick(onset.at + 0.1, 0.0) is None, "the sound may be the start of a word: hold"
+    resumed = detector.tick(onset.at + 0.3, 0.0)
+    assert isinstance(resumed, OnsetResumed)
+    await clock.advance(0.1)
+    assert sink.played_ms(1, "s") > paused_at, "the reply went on where it stopped"
+    assert facts == [onset, resumed]
+    await sink.close()
+
+
+async def test_speech_after_an_onset_is_a_barge_in_that_keeps_the_onset_pause() -> None:
+    clock = VirtualClock()
+    sink = await _speaking_sink(clock)
+    detector = BargeInDetector(sink, clock, min_speech_ms=64)
+    detector.arm()
+    onset = detector.onset(clock.now())
+    assert onset is not None
+    await clock.advance(0.1)
+    fired = detector.advance(onset.at + 0.1, 64.0)
+    assert isinstance(fired, BargeIn)
+    assert fired.paused_at == onset.paused_at, "silent since the onset, not since the VAD"
+    assert fired.at == onset.at
+    assert detector.tick(onset.at + 1.0, 0.0) is None, "the barge-in owns the pause now"
+
+
+async def test_without_echo_protection_only_push_to_talk_interrupts() -> None:
+    clock = VirtualClock()
+    sink = await _speaking_sink(clock)
+    detector = BargeInDetector(sink, clock)
+    detector.arm()
+    detector.set_protected(False)
+    assert detector.onset(clock.now()) is None
+    assert detector.advance(clock.now(), 200.0) is None
+    assert isinstance(detector.push_to_talk(), BargeInConfirmed)
+    await sink.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from audio.events import EchoProtectionLost
 from audio.fixtures import EchoMixer, FileSource, RecordingSink
 from audio.ports import RATE, Frame
 from engine.testing.clock import VirtualClock
@@ -31,6 +32,25 @@ async def test_a_file_source_delivers_its_timeline_frame_by_frame(assistant_spee
     assert normalised_xcorr_peak(captured, assistant_speech) >= 0.99
     assert np.all(captured[: int(0.5 * RATE)] == 0.0)
     assert [f.position for f in frames] == list(range(0, 7 * RATE, 320))
+
+
+async def test_a_file_source_knows_where_its_last_clip_ends_and_when_it_has_been_heard() -> None:
+    clock = VirtualClock()
+    source = FileSource(clock)
+    await source.start()
+    assert (source.end_s, source.exhausted) == (0.0, True)
+    source.add(np.ones(RATE // 2, dtype=np.float32), at_s=1.0)
+    source.add(np.ones(RATE // 4, dtype=np.float32), at_s=0.2)  # placed later, ends earlier
+    assert source.end_s == 1.5
+    heard: list[tuple[float, bool]] = []
+    async with clock.autojump():
+        async for item in source.frames():
+            assert isinstance(item, Frame)
+            heard.append((item.end - source.started_at, source.exhausted))  # seconds on the timeline
+            if heard[-1][0] >= 2.0:
+                break
+    assert next(end for end, exhausted in heard if exhausted) == pytest.approx(1.5)
+    assert not any(exhausted for end, exhausted in heard if end < 1.5 - 1e-9)
 
 
 async def test_b_recording_sink_stop_is_silent_at_once_and_reports_what_was_heard() -> None:
@@ -85,7 +105,8 @@ async def test_c_echo_never_barges_in_with_aec_fires_without_and_the_user_is_cau
         user = await speak_and_listen(rig, speech, aec=True, seconds=5.0, user_at=2.5, stop_on_barge_in=True)
         await sink.close()
     assert on.barge_ins == [], on.events
-    assert off.barge_ins
+    assert off.barge_ins == [], "without a canceller the echo path still tells the assistant's voice"
+    assert any(isinstance(e, EchoProtectionLost) for e in off.events), "and protection is reported lost"
     onset = user.onset_of(user_speech)
     assert user.barge_ins
     delay_ms = (user.barge_ins[0].detected_at - onset) * 1000

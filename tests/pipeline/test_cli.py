@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from desktop.assets import fixture
 from desktop.cli import main
 from engine.journal import read_events
-from tests.fault_behaviours import text_stream, tool_call
+from tests.fault_behaviours import Behaviour, Pause, text_stream, tool_call
 from tests.fault_server import FaultServer
 
 pytestmark = pytest.mark.slow
@@ -105,3 +106,22 @@ def test_a_run_leaves_private_files_and_no_url_credential(
 def test_self_test_passes(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["self-test"]) == 0
     assert "self-test: ok" in capsys.readouterr().out
+
+
+def test_fast_time_does_not_skip_a_slow_provider(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fault_server: FaultServer
+) -> None:
+    """`--fast` skips idle waits, never a wait on the network: the provider's delay is in llm_ttft_ms, and no
+    metric of the run can be longer than the run itself took."""
+    slow = text_stream("A slow provider, finally.")
+    fault_server.push(Behaviour(parts=(Pause(1.0), *slow.parts), framing=slow.framing))
+    out = tmp_path / "out"
+    args = ["run", "--text", "hi", "--out", str(out), "--fast", "--llm", "openai", "--retries", "0",
+            "--llm-base-url", fault_server.base_url]  # fmt: skip
+    started = time.monotonic()
+    assert main(args) == 0
+    run_ms = (time.monotonic() - started) * 1000
+    capsys.readouterr()
+    (metrics,) = [e for e in read_events(out / "journal.jsonl") if e["type"] == "metrics/turn"]
+    assert 1000 <= metrics["llm_ttft_ms"] < run_ms, "the provider's 1 s before its first byte counts, in real time"
+    assert 0 < metrics["tts_first_ms"] < run_ms

@@ -1,0 +1,173 @@
+"""The loudspeaker-to-microphone path, tracked across replies: its delay and per-band gain, and from them how
+much of each 10 ms of microphone audio the played signal cannot explain (a voice of the user's own).
+
+Unlike the echo canceller, this holds from the first millisecond of a reply: the delay and gains learned while
+earlier replies played stay (a room does not change between two replies), and until the first reply has taught
+them the path is assumed as loud as the played signal itself. It looks at the raw microphone, so the canceller's
+suppressor (which dims the user's first syllables during double talk) cannot hide an onset from it.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from audio.ports import RATE
+
+CHUNK = RATE // 100  # 10 ms
+WINDOW = 2 * CHUNK  # spectra over 20 ms, every 10 ms
+EDGES_HZ = (100, 300, 600, 1200, 2400, 4000, 8001)
+MAX_DELAY_S = 0.4  # the longest acoustic path + device latencies looked for
+DELAY_EVERY = 50  # chunks of playback between delay estimates
+DELAY_FIRST = 25  # the first estimate, a quarter second into the first reply
+MAX_LAG_CHUNKS = round(MAX_DELAY_S * 100)
+NO_ECHO_AFTER = 2  # estimates finding no echo before the path is taken for a headset's (learned from the loudest)
+DECIMATE = 4  # the delay is looked for at 4 kHz (a 0.25 ms grid, for a 10 ms one needed)
+DELAY_MIN_CORRELATION = 0.35  # below this the microphone holds more than the echo: no estimate
+SPREAD = 3  # chunks either side of the delay the echo may come from (a drifting loopback, a room's early echoes)
+DECAY = 10 ** (-1.5 / 10)  # a room's echo dies away no faster than 1.5 dB per 10 ms
+MARGIN = 4.0  # 6 dB: microphone power up to this times the explained echo is echo
+NOISE_MARGIN = 4.0
+ACTIVE_POWER = 1e-6  # a band of the played signal below this (-60 dB) teaches nothing about the path's gain
+LEARN_RATE = 0.05  # nepers per chunk (~0.2 dB): the gains follow the median of what they see
+
+
+@dataclass(frozen=True)
+class ChunkEcho:
+    """One 10 ms chunk of the microphone against the echo the played signal explains."""
+
+    at: float  # clock time of the chunk's first sample
+    power: float  # microphone mean square
+    explained: float  # mean square the played signal explains there (0 with nothing played lately)
+    unexplained: float  # mean square of bands louder than their explained echo and noise, beyond both
+
+
+def _band_matrix() -> np.ndarray:
+    freqs = np.fft.rfftfreq(WINDOW, 1 / RATE)
+    return np.array([(freqs >= lo) & (freqs < hi) for lo, hi in itertools.pairwise(EDGES_HZ)], float)
+
+
+_BANDS = _band_matrix()
+_HANN = np.hanning(WINDOW + 2)[1:-1]
+_SCALE = 2.0 / float(np.sum(_HANN**2))  # with / WINDOW: band powers in mean-square units (Parseval)
+
+
+def band_powers(windows: np.ndarray) -> np.ndarray:
+    """Mean-square power per band of each row (WINDOW samples) of `windows`."""
+    spectrum = np.abs(np.fft.rfft(windows * _HANN, axis=-1)) ** 2
+    return np.asarray(spectrum @ _BANDS.T * (_SCALE / WINDOW))
+
+
+class EchoPath:
+    """Feed it each 10 ms of raw microphone audio with the reference audible at the same time (`step`)."""
+
+    def __init__(self) -> None:
+        bands = len(_BANDS)
+        self.delay_chunks: int | None = None  # acoustic delay, once measured
+        self.gains = np.ones(bands)  # per-band echo gain: 1 (as loud as played) until measured
+        self.calibrated = False
+        self._ring = np.zeros((round(MAX_DELAY_S * 100) + 2 * SPREAD + 2, bands))  # played band powers per chunk
+        self._steps = 0
+        self._windows = np.zeros((2, WINDOW))  # the last 20 ms of microphone and played audio
+        self._mic_hist: collections.deque[np.ndarray] = collections.deque(maxlen=100)
+        self._ref_hist: collections.deque[np.ndarray] = collections.deque(maxlen=100 + MAX_LAG_CHUNKS)
+        self._held = np.zeros(bands)
+        self._noise = np.full(bands, 1e-9)
+        self._active_chunks = 0
+        self._unfound = 0  # delay estimates in a row that found no echo
+        self._due = False  # estimate the delay at the next chunk of playback
+        self._learned = 0
+
+    def step(self, mic: np.ndarray, ref: np.ndarray, at: float, *, quiet: bool) -> ChunkEcho:
+        """`quiet`: nobody is known to be talking, so what the microphone hears now may teach the path."""
+        windows = self._windows
+        windows[:, :CHUNK] = windows[:, CHUNK:]
+        windows[0, CHUNK:], windows[1, CHUNK:] = mic, ref
+        mic_bands, ref_bands = band_powers(windows)
+        self._ring[self._steps % len(self._ring)] = ref_bands
+        self._steps += 1
+        self._mic_hist.append(windows[0, CHUNK:].reshape(-1, DECIMATE).mean(axis=1))
+        self._ref_hist.append(windows[1, CHUNK:].reshape(-1, DECIMATE).mean(axis=1))
+        self._track_delay(ref_bands)
+        echo = self._explained()
+        if quiet:
+            self._learn(mic_bands)
+        self._noise = np.where(mic_bands < self._noise, mic_bands, self._noise * 1.002 + 1e-12)
+        excess = mic_bands - MARGIN * echo - NOISE_MARGIN * self._noise
+        power = float(np.sum(mic_bands))  # over the same 20 ms as the bands
+        return ChunkEcho(at, power, float(np.sum(echo)), float(np.sum(np.maximum(excess, 0))))
+
+    def remeasure(self) -> None:
+        """Sound the path did not explain was no voice (an onset that came to nothing): the path may have moved
+        (an output underrun delays everything after it), so measure the delay again at once."""
+        self._due = True
+
+    def _played(self, ago: int) -> np.ndarray:
+        """Band powers of the chunk played `ago` chunks before the latest one (the ring holds enough)."""
+        return np.asarray(self._ring[(self._steps - 1 - ago) % len(self._ring)])
+
+    def _explained(self) -> np.ndarray:
+        """Per band: the echo the played signal can explain now (the loudest it could be within the spread)."""
+        latest = round(MAX_DELAY_S * 100)
+        if self.delay_chunks is None:
+            ages = range(min(self._steps, latest + 1))
+        else:
+            ages = range(max(0, self.delay_chunks - SPREAD), min(self._steps, self.delay_chunks + SPREAD + 1))
+        rows = [(self._steps - 1 - age) % len(self._ring) for age in ages]
+        now = self.gains * np.max(self._ring[rows], axis=0) if rows else np.zeros(len(_BANDS))
+        self._held = np.maximum(now, self._held * DECAY)
+        return self._held
+
+    def _learn(self, mic_bands: np.ndarray) -> None:
+        """Move the gains toward what the microphone shows. Before the delay is known (or when there is no echo to
+        find it by, as with a headset) against the loudest of what could echo now."""
+        if self.delay_chunks is not None and self._steps > self.delay_chunks:
+            ref = self._played(self.delay_chunks)
+        elif self.delay_chunks is None and self._unfound >= NO_ECHO_AFTER:
+            ages = range(min(self._steps, round(MAX_DELAY_S * 100) + 1))
+            ref = np.max(self._ring[[(self._steps - 1 - age) % len(self._ring) for age in ages]], axis=0)
+        else:
+            return  # the echo may be there, its delay not yet known: keep assuming the worst
+        active = ref > ACTIVE_POWER
+        if not np.any(active):
+            return
+        step = np.sign(np.log((mic_bands[active] + 1e-12) / (self.gains[active] * ref[active])))
+        rate = LEARN_RATE * (4.0 if self._learned < 50 else 1.0)  # fast the first half second, then steady
+        self.gains[active] *= np.exp(rate * step)
+        self._learned += 1
+        self.calibrated = self._learned >= 30
+
+    def _track_delay(self, ref_bands: np.ndarray) -> None:
+        if np.sum(ref_bands) < ACTIVE_POWER:
+            return
+        self._active_chunks += 1
+        span = min(len(self._mic_hist), len(self._ref_hist) - MAX_LAG_CHUNKS)  # chunks of microphone to match
+        first = self._active_chunks == DELAY_FIRST
+        if (self._active_chunks % DELAY_EVERY and not first and not self._due) or span < DELAY_FIRST:
+            return
+        self._due = False
+        mic = np.concatenate(list(self._mic_hist)[-span:])
+        ref = np.concatenate(list(self._ref_hist)[-(span + MAX_LAG_CHUNKS) :])
+        lag, correlation = best_lag(mic, ref, round(MAX_DELAY_S * RATE / DECIMATE))
+        if correlation >= DELAY_MIN_CORRELATION:
+            self.delay_chunks = round(lag * DECIMATE / CHUNK)
+            self._unfound = 0
+        else:
+            self._unfound += 1
+
+
+def best_lag(mic: np.ndarray, ref: np.ndarray, max_lag: int) -> tuple[int, float]:
+    """The lag (samples, 0..max_lag) at which `ref` (max_lag samples longer, ending with `mic`) best explains
+    `mic`, and the normalised correlation there."""
+    n = len(mic)
+    size = 1 << (len(ref) + n).bit_length()
+    dots = np.fft.irfft(np.fft.rfft(ref, size) * np.conj(np.fft.rfft(mic, size)), size)[: max_lag + 1]
+    energy = np.concatenate([[0.0], np.cumsum(ref * ref)])
+    windows = energy[np.arange(max_lag + 1) + n] - energy[np.arange(max_lag + 1)]
+    norms = np.sqrt(windows * float(np.dot(mic, mic))) + 1e-12
+    scores = dots / norms
+    k = int(np.argmax(scores))
+    return max_lag - k, float(scores[k])
