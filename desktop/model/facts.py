@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 from desktop.pipeline.facts import MicLevel, ModelLoading
 
 __all__ = [
+    "ConversationOpened",
     "EngineClosed",
     "EngineOpened",
     "HandsFreeChanged",
@@ -17,6 +20,7 @@ __all__ = [
     "ProblemCleared",
     "ProblemRaised",
     "TalkChanged",
+    "TurnStopped",
 ]
 
 
@@ -67,3 +71,23 @@ class EngineOpened:
 @dataclass(frozen=True)
 class EngineClosed:
     """No conversation is running (shut down, or the model could not be set up)."""
+
+
+@dataclass(frozen=True)
+class ConversationOpened:
+    """The session now runs on this conversation's journal (at start, a new one, or a past one continued);
+    `events` is what the journal held when it was opened."""
+
+    path: Path
+    events: tuple[Mapping[str, Any], ...]
+
+
+StopCause = Literal["you", "push_to_talk", "voice", "settings", "conversation", "closed"]
+
+
+@dataclass(frozen=True)
+class TurnStopped:
+    """Why a turn was aborted, in the app's terms (the journal records only that it was)."""
+
+    turn: int
+    cause: StopCause

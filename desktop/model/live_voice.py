@@ -164,6 +164,8 @@ class LiveVoice:
         elif isinstance(fact, facts.MicrophoneFailed):
             events.problem(self._problem(fact))
             events.listening_stopped()
+        elif isinstance(fact, facts.MicrophoneRecovered):
+            events.problem_cleared("no_microphone")
         elif isinstance(fact, facts.SpeechModelFailed | facts.SpeakerFailed | facts.PipelineFailed):
             events.problem(self._problem(fact))
         elif isinstance(fact, facts.EchoProtectionOff):

@@ -19,20 +19,28 @@ import anyio
 
 from adapters.contract import LlmAdapter, User
 from adapters.contract.tasks import Tasks, open_tasks
+from adapters.contract.workers import run_blocking
 from adapters.llm.models import ModelError
+from adapters.llm.secret import Secret
 from desktop.config import Config, data_dir
 from desktop.errors import BadInput
 from desktop.model.board import Board
+from desktop.model.conversations import last_conversation
 from desktop.model.engine_host import new_journal_path, open_engine
 from desktop.model.facts import (
+    ConversationOpened,
     EngineClosed,
     EngineOpened,
     HandsFreeChanged,
     MicLevel,
     ModelLoading,
+    StopCause,
     TalkChanged,
+    TurnStopped,
 )
 from desktop.model.keyring_store import KeyStore, StoredKey
+from desktop.model.reading import heard_so_far
+from desktop.model.settings_rules import stale_problems, try_connection
 from desktop.model.voice import SimulatedVoice, VoiceCallbacks, VoiceIO, VoiceUnavailable
 from desktop.model.wording import internal_error, journal_unwritable, missing_model, no_engine, problem_for_failure
 from desktop.pipeline.parts import LlmChoice, llm_choice
@@ -40,7 +48,7 @@ from engine.clock import Clock, MonotonicClock
 from engine.conversation import Conversation
 from engine.events import State, StateChanged, TurnEnded
 from engine.inbox import UserInput
-from engine.journal import REDACTED
+from engine.journal import REDACTED, JournalCorrupt, read_events
 from engine.tools import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -58,13 +66,19 @@ class Session(Board):
         clock: Clock | None = None,
         keys: KeyStore | None = None,
         tools: ToolRegistry | None = None,
+        resume: bool = False,
     ) -> None:
+        """`resume`: continue the most recent conversation under `journal_dir` (else a new one starts)."""
         super().__init__()
         self.config = config
         self.clock = clock or MonotonicClock()
         self.voice: VoiceIO = voice or SimulatedVoice(self.clock)
         self.keys = keys or KeyStore()
-        self.journal_path = new_journal_path(journal_dir or data_dir() / "sessions")
+        self.journal_dir = journal_dir or data_dir() / "sessions"
+        last = last_conversation(self.journal_dir) if resume else None
+        self.journal_path = last or new_journal_path(self.journal_dir)
+        self._shown: Path | None = None  # the conversation the listeners were last told about
+        self._causes: dict[int, StopCause] = {}
         self.conversation: Conversation | None = None
         self.hands_free = False
         self.talking = False
@@ -97,6 +111,7 @@ class Session(Board):
 
     async def aclose(self) -> None:
         """Dispose the live turn, wait until it is quiescent, close the engine and then the voice."""
+        self._stopping("closed")
         self._closing = True
         self._changed.set()
         if self._tasks is not None:
@@ -114,13 +129,28 @@ class Session(Board):
 
         self._tasks.start(close, name="close")
 
-    def apply_settings(self, config: Config) -> None:
-        """Take new settings now; the engine is rebuilt for them (the current turn is disposed first)."""
+    def apply_settings(self, config: Config, *, key_changed: bool = False) -> None:
+        """Take new settings now; the engine is rebuilt for them (the current turn is disposed first). Banners
+        about what the change may have fixed go (they come back if it did not)."""
+        for kind in stale_problems(self.config, config, key_changed=key_changed):
+            self.clear_problem(kind)
         self.config = config
         self._spawn(self.reconfigure, config)
 
+    def try_connection(self, config: Config, key: str, done: Callable[[bool, str], None]) -> None:
+        """Ask the provider of `config` whether it answers (with `key`, else the stored one); `done` gets the
+        verdict in words, on the loop thread."""
+
+        async def probe() -> None:
+            secret = _secret(key) or (self._key.secret if self._key else None)
+            done(*await run_blocking(lambda: try_connection(config, secret)))
+
+        if self._tasks is not None:
+            self._tasks.start(probe, name="try-connection")
+
     async def reconfigure(self, config: Config) -> None:
         """Rebuild the engine for `config`; returns once it runs (or could not be set up)."""
+        self._stopping("settings")
         self.config = config
         self._version += 1
         self._applied = anyio.Event()
@@ -148,17 +178,19 @@ class Session(Board):
         """A conversation on the current settings for the block (none while they cannot give one)."""
         choice = None if version == self._broken else self._choose()
         if choice is None:
+            self._show_conversation(None)
             self.publish(EngineClosed())
             yield
             return
         async with AsyncExitStack() as stack:
             try:
                 self.conversation = await stack.enter_async_context(self._open(choice))
-            except OSError as error:  # the journal's folder cannot be written
+            except (OSError, JournalCorrupt) as error:  # the journal cannot be written (or read back)
                 self.raise_problem(journal_unwritable(self.journal_path, error))
                 self.publish(EngineClosed())
                 yield
                 return
+            self._show_conversation(self.conversation.parts.journal.events)
             stack.callback(self.conversation.subscribe(self._on_engine))
             await stack.enter_async_context(self.voice.attached(self.conversation))
             tasks = await stack.enter_async_context(open_tasks(on_error=self._failed, cancel_on_exit=True))
@@ -170,6 +202,18 @@ class Session(Board):
             finally:
                 self.conversation = None
         self.publish(EngineClosed())
+
+    def _show_conversation(self, events: list[dict[str, Any]] | None) -> None:
+        """Tell the listeners which conversation this is, once per journal (not on every settings change)."""
+        if self._shown == self.journal_path:
+            return
+        self._shown = self.journal_path
+        if events is None:
+            try:
+                events = read_events(self.journal_path)
+            except (OSError, JournalCorrupt):
+                events = []
+        self.publish(ConversationOpened(self.journal_path, tuple(events)))
 
     def _choose(self) -> LlmChoice | None:
         self._key = key = self.keys.load()
@@ -215,6 +259,9 @@ class Session(Board):
             self._after_turn(event)
 
     def _after_turn(self, event: TurnEnded) -> None:
+        cause = self._causes.pop(event.turn, None)
+        if event.outcome == "aborted" and cause is None and self.hands_free:
+            self.publish(TurnStopped(event.turn, "voice"))  # the pipeline barged in on the person's voice
         if event.failure is None:
             for kind in TURN_PROBLEMS if event.outcome == "completed" else ():
                 self.clear_problem(kind)
@@ -244,6 +291,7 @@ class Session(Board):
         if self.talking:
             return
         self.talking = True
+        self._stopping("push_to_talk")
         self.barge_in()
         self.voice.press()
         self.publish(TalkChanged(True))
@@ -272,7 +320,36 @@ class Session(Board):
     def stop(self) -> None:
         """The Stop button: abort the live turn and drop queued input."""
         if self.conversation is not None:
+            self._stopping("you")
             self._spawn(self.conversation.cancel, User())
+
+    def new_conversation(self) -> None:
+        """Start afresh: a new journal; the live turn is stopped first (the old conversation stays on disk)."""
+        self.continue_conversation(new_journal_path(self.journal_dir))
+
+    def continue_conversation(self, journal: Path) -> None:
+        """Go on with a conversation (a past one's journal): the engine is rebuilt on it, its history with it."""
+        if journal == self.journal_path:
+            return
+        self._stopping("conversation")
+        self.journal_path = journal
+        self._spawn(self.reconfigure, self.config)
+
+    def reading(self, turn: int, step: int, attempt: int) -> str | None:
+        """The words of a reply heard so far while its turn is live (None when it is not): the heard cursor
+        mapped to words exactly as the journal will keep them (engine.heard)."""
+        conversation = self.conversation
+        live = conversation.live_turn if conversation is not None else None
+        if live is None or live.id != turn or conversation is None or conversation.state is not State.SPEAKING:
+            return None
+        return heard_so_far(self.voice.speech, turn, step, attempt)
+
+    def _stopping(self, cause: StopCause) -> None:
+        """Note why the live turn is being stopped (the trace says it in words)."""
+        live = self.conversation.live_turn if self.conversation is not None else None
+        if live is not None and live.id not in self._causes:
+            self._causes[live.id] = cause
+            self.publish(TurnStopped(live.id, cause))
 
     def set_input_state(self, state: State) -> None:
         if self.conversation is not None:
@@ -313,3 +390,10 @@ class Session(Board):
             self.publish,
             listening_stopped,
         )
+
+
+def _secret(text: str) -> Secret | None:
+    try:
+        return Secret(text) if text.strip() else None
+    except ValueError:
+        return None

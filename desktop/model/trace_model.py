@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from desktop.model.facts import TurnStopped
+from desktop.model.wording import code_words, stop_cause
 from engine.events import AttemptFailed, RetryScheduled, ToolFinished, TurnEnded, TurnStarted
 
 TIMINGS = {
@@ -16,6 +18,15 @@ TIMINGS = {
     "asr_ms": "end of speech → final transcript (Whisper)",
     "tts_first_ms": "first reply text → its first audio (Piper)",
 }
+IN_WORDS = {  # beside each figure, what it is in plain words
+    "stop_ms": "until Parley fell silent",
+    "quiesce_ms": "until all its work had stopped",
+    "ttfa_ms": "from your last word to its first",
+    "llm_ttft_ms": "for the model's first word",
+    "asr_ms": "to write down what you said",
+    "tts_first_ms": "to start speaking the reply",
+}
+OUTCOMES = {"running": "in progress", "completed": "answered", "failed": "failed", "aborted": "stopped"}
 
 
 @dataclass
@@ -29,17 +40,20 @@ class TurnTrace:
     retries: list[str] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
+    cause: str = ""  # why it was stopped, in the app's terms (desktop.model.facts.StopCause)
 
     def title(self) -> str:
-        return f"Turn {self.turn} ({self.source}) — {self.outcome}"
+        said = "spoken" if self.source == "voice" else "typed"
+        outcome = stop_cause(self.cause) if self.outcome == "aborted" and self.cause else OUTCOMES.get(self.outcome)
+        return f"Turn {self.turn} ({said}): {outcome or self.outcome}"
 
     def lines(self) -> list[tuple[str, str]]:
         """Short lines for the panel, each with a longer explanation for its tooltip."""
         out = [(line, line) for line in (*self.attempts, *self.retries, *self.tools)]
         if self.failure:
-            out.append((f"failed: {self.failure}", self.failure_detail))
+            out.append((f"failed: {code_words(self.failure)} ({self.failure})", self.failure_detail))
         known = [k for k in TIMINGS if k in self.metrics]
-        out += [(f"{k}  {self.metrics[k]:g} ms", TIMINGS[k]) for k in known]
+        out += [(f"{k}  {self.metrics[k]:g} ms  ({IN_WORDS[k]})", TIMINGS[k]) for k in known]
         out += [(f"{k}  {v:g}", k) for k, v in sorted(self.metrics.items()) if k not in TIMINGS]
         return out
 
@@ -48,9 +62,19 @@ class TraceBook:
     def __init__(self) -> None:
         self.turns: dict[int, TurnTrace] = {}
         self._listeners: list[Callable[[TurnTrace], None]] = []
+        self._resets: list[Callable[[], None]] = []
 
     def on_change(self, listener: Callable[[TurnTrace], None]) -> None:
         self._listeners.append(listener)
+
+    def on_reset(self, listener: Callable[[], None]) -> None:
+        self._resets.append(listener)
+
+    def reset(self) -> None:
+        """Another conversation: the traces of this one go."""
+        self.turns.clear()
+        for listener in list(self._resets):
+            listener()
 
     def handle(self, event: Any) -> None:
         turn = getattr(event, "turn", None)
@@ -62,12 +86,14 @@ class TraceBook:
             listener(trace)
 
 
-_TRACED = (TurnStarted, AttemptFailed, RetryScheduled, ToolFinished, TurnEnded)
+_TRACED = (TurnStarted, AttemptFailed, RetryScheduled, ToolFinished, TurnEnded, TurnStopped)
 
 
 def _apply(trace: TurnTrace, event: Any) -> None:
     if isinstance(event, TurnStarted):
         trace.source = event.source
+    elif isinstance(event, TurnStopped):
+        trace.cause = trace.cause or event.cause
     elif isinstance(event, AttemptFailed):
         failure = event.failure
         step = f"step {event.step} " if event.step > 1 else ""

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,6 +34,8 @@ class Bubble:
     settled: bool = False
     note: str = ""  # status in plain words: "Thinking…", "Attempt 1 failed (rate limited)", "Failed: …"
     failed: bool = False
+    at: float = 0.0  # wall-clock time it was said (unix seconds), shown on hover
+    reading: str | None = None  # while it is spoken: the words heard so far (the heard cursor, word-exact)
 
 
 def unheard_rest(generated: str, heard: str) -> str:
@@ -50,12 +53,37 @@ Changed = Callable[[Bubble, bool], None]  # (bubble, is_new)
 
 
 class TranscriptModel:
-    def __init__(self) -> None:
+    def __init__(self, wall: Callable[[], float] = time.time) -> None:
         self.bubbles: list[Bubble] = []
+        self._wall = wall
         self._listeners: list[Changed] = []
+        self._resets: list[Callable[[], None]] = []
 
     def on_change(self, listener: Changed) -> None:
         self._listeners.append(listener)
+
+    def on_reset(self, listener: Callable[[], None]) -> None:
+        self._resets.append(listener)
+
+    def load(self, bubbles: Sequence[Bubble]) -> None:
+        """Show another conversation: everything goes, then `bubbles` (settled, from its journal) come in."""
+        self.bubbles = []
+        for listener in list(self._resets):
+            listener()
+        for bubble in bubbles:
+            self._add(bubble)
+
+    def reading(self, turn: int, step: int, heard: str) -> None:
+        """While a reply is spoken: the words heard so far (they only grow until the bubble settles)."""
+        bubble = self.assistant(turn, step)
+        if bubble is None or bubble.settled or bubble.reading == heard:
+            return
+        bubble.reading = heard
+        self._changed(bubble)
+
+    def speaking(self) -> list[Bubble]:
+        """Replies still being spoken (not settled), for the reading position."""
+        return [b for b in self.bubbles if b.role == "assistant" and not b.settled and b.text]
 
     def assistant(self, turn: int, step: int = 1) -> Bubble | None:
         for bubble in self.bubbles:
@@ -78,23 +106,24 @@ class TranscriptModel:
             listener(bubble, new)
 
     def _step(self, turn: int, step: int) -> Bubble:
-        return self.assistant(turn, step) or self._add(Bubble("assistant", turn, step))
+        return self.assistant(turn, step) or self._add(Bubble("assistant", turn, step, at=self._wall()))
 
     def _started(self, event: TurnStarted) -> None:
-        self._add(Bubble("user", event.turn, source=event.source, text=event.text, settled=True))
-        self._add(Bubble("assistant", event.turn, 1, note="Thinking…"))
+        now = self._wall()
+        self._add(Bubble("user", event.turn, source=event.source, text=event.text, settled=True, at=now))
+        self._add(Bubble("assistant", event.turn, 1, note="Thinking…", at=now))
 
     def _text(self, event: TextGenerated) -> None:
         bubble = self._step(event.turn, event.step)
         if bubble.attempt != event.attempt:
-            bubble.attempt, bubble.text = event.attempt, ""
+            bubble.attempt, bubble.text, bubble.reading = event.attempt, "", None
         bubble.text += event.text
         bubble.note = ""
         self._changed(bubble)
 
     def _attempt_failed(self, event: AttemptFailed) -> None:
         bubble = self._step(event.turn, event.step)
-        bubble.text = ""
+        bubble.text, bubble.reading = "", None
         bubble.note = f"Attempt {event.attempt} failed ({code_words(event.failure.code)})"
         self._changed(bubble)
 

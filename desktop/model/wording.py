@@ -228,9 +228,9 @@ def no_engine() -> Problem:
     return Problem("No language model is set up", "Open Settings and choose a provider", "no_engine")
 
 
-def journal_unwritable(path: Path, error: OSError) -> Problem:
+def journal_unwritable(path: Path, error: Exception) -> Problem:
     return Problem(
-        f"Cannot write the session journal at {path} ({error.strerror or error})",
+        f"Cannot write the session journal at {path} ({getattr(error, 'strerror', None) or error})",
         "Check that folder's permissions and the free disk space, then restart Parley",
         "journal",
     )
@@ -241,4 +241,80 @@ def internal_error(error: BaseException, journal: Path) -> Problem:
         f"Something went wrong inside Parley ({type(error).__name__})",
         f"The conversation so far is safe in {journal}; restart Parley",
         "internal",
+    )
+
+
+STOP_CAUSES = {
+    "you": "stopped by you",
+    "push_to_talk": "interrupted: you pressed Talk",
+    "voice": "interrupted by voice",
+    "settings": "stopped for new settings",
+    "conversation": "stopped: another conversation was opened",
+    "closed": "stopped: Parley was closed",
+}
+
+
+def stop_cause(cause: str) -> str:
+    return STOP_CAUSES.get(cause, "stopped")
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("parley")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
+def about_text() -> str:
+    return (
+        f"Parley {version()}\n"
+        "A voice companion that stops the moment you talk over it and remembers only what you heard.\n\n"
+        "Listens with faster-whisper, answers with the embedded SmolLM2 (llama.cpp) or any OpenAI-compatible "
+        "server, and speaks with Piper; everything but a remote provider runs on this computer.\n\n"
+        "GPL-3.0-or-later."
+    )
+
+
+def help_text(shortcut: str) -> str:
+    """The Help window: how to talk, interrupt and find things, in a few lines (rich text)."""
+    keys = [
+        ("Hold Talk, or hold Space", "talk (Space works while the conversation or the Talk button has focus)"),
+        (f"Hold {shortcut}", "talk from anywhere in the window, the text box included"),
+        ("Esc", "stop Parley and leave the text box"),
+        ("Tab / Shift+Tab", "move between controls; Space or Enter uses the one with focus"),
+        ("Ctrl+N, Ctrl+O", "a new conversation; past conversations (read them, or continue one)"),
+        ("Ctrl+Shift+C", "copy the whole conversation"),
+        ("Ctrl + / Ctrl - / Ctrl+0", "bigger, smaller, actual size"),
+        ("Ctrl+T", "the trace: attempts, retries and timings of each turn"),
+        ("Ctrl+W, Ctrl+Q", "close the window; quit"),
+    ]
+    rows = "".join(f"<tr><td><b>{k}</b></td><td>&nbsp;&nbsp;{v}</td></tr>" for k, v in keys)
+    return (
+        "<p>Talk to Parley, or type. Talk over it at any time: it stops at once, and remembers only the words "
+        "you heard. While it speaks, the words you have heard are dark and the rest grey; when you interrupt, "
+        "the unheard rest is struck through.</p>"
+        f"<table>{rows}</table>"
+        "<p>Hands-free listens all the time. Settings holds the provider, the devices and the voice; "
+        "hover a message to see when it was said.</p>"
+    )
+
+
+def key_not_stored(reason: str) -> Problem:
+    """The other settings were saved; the key was not (no OS keyring here)."""
+    return Problem(
+        f"The API key was not stored: {reason.removeprefix('no OS keyring is available; ').split('; ')[0]}",
+        "The other settings are saved. Put the key in the environment Parley starts from instead, e.g. "
+        "export PARLEY_LLM_API_KEY=sk-… in ~/.profile, then restart Parley",
+        "key_storage",
+    )
+
+
+def restart_question(settings: list[str]) -> str:
+    named = settings[0] if len(settings) == 1 else f"{', '.join(settings[:-1])} and {settings[-1]}"
+    return (
+        f"The new {named} take{'s' if len(settings) == 1 else ''} effect when Parley starts again. Restart now? "
+        "The conversation goes on where it is."
     )

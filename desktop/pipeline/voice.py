@@ -48,6 +48,7 @@ from desktop.pipeline.facts import (
     EchoProtectionOn,
     MicLevel,
     MicrophoneFailed,
+    MicrophoneRecovered,
     ModelLoading,
     PipelineFact,
     PipelineFailed,
@@ -65,6 +66,7 @@ log = logging.getLogger(__name__)
 
 LEVEL_EVERY = 1600  # samples (100 ms at 16 kHz) per reported microphone level
 LEVEL_FLOOR_DB = -60.0  # this quiet or quieter shows as an empty meter; 0 dBFS as a full one
+RELISTEN_S = 1.0  # after the microphone failed, listen again this often: a stalled device may come back
 WHISPER = "speech recognition (Whisper)"
 PIPER = "Parley's voice (Piper)"
 
@@ -130,6 +132,7 @@ class VoicePipeline:
         self.loaded = anyio.Event()  # the speech models loaded (or failed to)
         self.microphone_open = anyio.Event()  # the listening chain runs
         self.unheard: MicrophoneFailed | SpeechModelFailed | None = None  # why spoken input cannot work
+        self._capture_failed_at: float | None = None  # the microphone stopped delivering (it may come back)
         self._speaker_on = False
         self._voice_loaded = True
         self._listening = listening
@@ -297,11 +300,16 @@ class VoicePipeline:
     # The listening chain (on the loop)
 
     async def _listen(self) -> None:
+        """Listen until the source ends; after a failure listen again (a stall is not always the end)."""
         assert self.listener is not None
-        await self.listener.run(self._on_event, self._on_audio)
+        while await self.listener.run(self._on_event, self._on_audio) is not None:
+            await self.clock.sleep(RELISTEN_S)
 
     def _on_event(self, event: ListenEvent) -> None:
         if isinstance(event, CaptureFailed):
+            if not self.loaded.is_set():  # starting: loading models can starve the audio callback; not judged
+                log.info("microphone quiet while the models load (%s); listening on", event.reason)
+                return
             self._capture_failed(event)
         elif isinstance(event, EchoProtectionLost | EchoProtectionRestored):
             self._protection(event)
@@ -328,6 +336,8 @@ class VoicePipeline:
             self._binding.conversation.record(type_, **fields)
 
     def _on_audio(self, frame: Frame) -> None:
+        if self._capture_failed_at is not None:
+            self._recovered()
         if self._binding is not None:
             self._binding.ears.on_audio(frame)  # only pre-roll is kept unless an utterance is under way
         if not (self._listening or self._held):
@@ -342,8 +352,17 @@ class VoicePipeline:
         if self._binding is not None:
             self._binding.ears.on_event(failure)
             self._binding.ears.release()
-        self._unheard(MicrophoneFailed(failure.reason))
+        if self._capture_failed_at is None:  # reported once, however often listening again fails
+            self._capture_failed_at = self.clock.now()
+            self._unheard(MicrophoneFailed(failure.reason))
         self._quiet()
+
+    def _recovered(self) -> None:
+        """Audio flows again after a capture failure: spoken input works again (hands-free stays off)."""
+        self._capture_failed_at = None
+        if isinstance(self.unheard, MicrophoneFailed):
+            self.unheard = None
+            self._on_fact(MicrophoneRecovered())
 
     def _quiet(self) -> None:
         self._level, self._level_samples = [], 0

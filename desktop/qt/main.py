@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import qasync
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
@@ -47,9 +48,19 @@ def run_app(argv: list[str] | None = None) -> int:
     app.setStyleSheet(SHEET)
     loop = qt_loop.new_loop(app)
     try:
-        return qt_loop.run(loop, _main(args))
+        return run_until_quit(loop, args)
     finally:
         qt_loop.close(loop)
+
+
+RESTART = -1  # _main's answer when the window asked to be opened again (settings read once, at start)
+
+
+def run_until_quit(loop: qasync.QEventLoop, args: argparse.Namespace) -> int:
+    """Run the window; when it asks for a restart, run it again (it opens on the same conversation)."""
+    while (code := qt_loop.run(loop, _main(args))) == RESTART:
+        args.quit_when_ready = False
+    return code
 
 
 def _config(args: argparse.Namespace) -> tuple[Config, Path, Problem | None]:
@@ -88,7 +99,7 @@ def voice_for(args: argparse.Namespace, config: Config) -> tuple[VoiceIO, list[P
 async def _main(args: argparse.Namespace) -> int:
     config, path, problem = _config(args)
     voice, notes = voice_for(args, config)
-    session = Session(config, journal_dir=args.journal_dir, voice=voice)
+    session = Session(config, journal_dir=args.journal_dir, voice=voice, resume=args.fixture is None)
     window = MainWindow(session, config_path=path)
     for note in [problem, *notes]:
         if note is not None:
@@ -112,7 +123,7 @@ async def _main(args: argparse.Namespace) -> int:
         window.deleteLater()
     if ready is not None:
         print(f"parley: window ready at {ready:.3f} s on the monotonic clock, then closed in order", flush=True)
-    return status
+    return RESTART if window.restart_requested and status == 0 else status
 
 
 def _close_on_signals(window: MainWindow) -> Callable[[], int]:

@@ -4,8 +4,7 @@ qasync 0.28 replaces `run_forever` without installing asyncio's async-generator 
 async generator left suspended (httpx/httpcore keep inner ones) would be finalized outside the
 loop, and its cleanup would fail. `run` installs the loop's own hooks for as long as it runs,
 which is what asyncio's `run_forever` does; `close` then shuts down what is left.
-Each loop runs under `qt_guards.LoopGuards` (garbage collection on the loop's thread only, and
-the references PySide6 6.12.0 loses on Python 3.11 given back).
+Each loop runs under `qt_guards.MainThreadGc` (garbage collection on the loop's thread only).
 """
 
 from __future__ import annotations
@@ -19,10 +18,10 @@ from typing import TypeVar
 import qasync
 from PySide6.QtCore import QCoreApplication
 
-from desktop.qt.qt_guards import LoopGuards
+from desktop.qt.qt_guards import MainThreadGc
 
 T = TypeVar("T")
-_guards: dict[int, LoopGuards] = {}
+_guards: dict[int, MainThreadGc] = {}
 
 
 def new_loop(app: QCoreApplication, *, workers: int = 2) -> qasync.QEventLoop:
@@ -30,7 +29,7 @@ def new_loop(app: QCoreApplication, *, workers: int = 2) -> qasync.QEventLoop:
     loop = qasync.QEventLoop(app)
     loop.set_default_executor(ThreadPoolExecutor(workers, "parley-loop"))
     asyncio.set_event_loop(loop)
-    _guards[id(loop)] = guards = LoopGuards(loop)
+    _guards[id(loop)] = guards = MainThreadGc(loop)
     guards.start()
     return loop
 

@@ -1,7 +1,14 @@
-"""Settings: provider, model, API key (to the OS keyring, shown only masked), devices and voice options."""
+"""Settings: provider, model, API key (to the OS keyring, shown only masked), reply limits, devices and voice.
+
+The language model's settings take effect at once; the voice's after a restart, which the dialog says and the
+window offers. Saving checks everything first (ranges, the base URL, that model files exist); an error stays
+in the dialog. Without an OS keyring the other settings are still saved and the window says where the key
+can go instead.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,51 +25,78 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
-from desktop.config import Config, ConfigError, validate
+from adapters.llm.secret import Secret
+from desktop.config import Config, ConfigError
 from desktop.model.devices import Devices
 from desktop.model.keyring_store import KeyringUnavailable, KeyStore, describe
 from desktop.model.settings_io import SettingsError, save
+from desktop.model.settings_rules import check
+from desktop.qt.settings_fields import PathField, Picker, SpeechDetection, device, device_box, pick_with_qt
 from desktop.qt.style import named
 
 PROVIDERS = (("Embedded (offline, SmolLM2-135M)", "local"), ("OpenAI-compatible server", "openai"))
-DEFAULT_DEVICE = "System default"
-VOICE_NOTE = "Saved now; devices, models and VAD settings take effect when Parley restarts."
+LIVE_TITLE = "Language model (takes effect at once)"
+RESTART_TITLE = "Voice (takes effect after a restart; Parley offers one when you save)"
+Tester = Callable[[Config, str, Callable[[bool, str], None]], None]  # (config, typed key, done(ok, words))
 
 
 class SettingsDialog(QDialog):
-    saved = Signal(object)  # the new Config, already written to the file
+    saved = Signal(object, bool, str)  # the new Config (written to the file), a new key stored, why it was not
 
-    def __init__(self, config: Config, path: Path, keys: KeyStore, devices: Devices, parent: QWidget | None = None):
+    def __init__(
+        self,
+        config: Config,
+        path: Path,
+        keys: KeyStore,
+        devices: Devices,
+        parent: QWidget | None = None,
+        *,
+        tester: Tester | None = None,
+        pick: Picker = pick_with_qt,
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Parley settings")
-        self._config, self._path, self._keys = config, path, keys
+        self._config, self._path, self._keys, self._tester = config, path, keys, tester
+        llm, speech, audio = config.llm, config.speech, config.audio
         self.provider = QComboBox()
         for label, value in PROVIDERS:
             self.provider.addItem(label, value)
-        self.provider.setCurrentIndex(self.provider.findData(config.llm.provider))
-        self.base_url = QLineEdit(config.llm.base_url)
-        self.model = QLineEdit(config.llm.model)
-        self.local_model = _path_field(config.llm.local_model_path, "the bundled SmolLM2-135M")
+        self.provider.setCurrentIndex(self.provider.findData(llm.provider))
+        self.base_url = QLineEdit(llm.base_url)
+        self.model = QLineEdit(llm.model)
+        self.local_model = PathField(
+            llm.local_model_path, "the bundled SmolLM2-135M", "Embedded model", "GGUF models (*.gguf)", pick
+        )
         self.api_key = QLineEdit()
         self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
         self.key_state = named(QLabel(), "hint")
         self.forget = QPushButton("Forget stored key")
         self.forget.clicked.connect(self._forget_key)
-        self.input_device = _device_box(devices.inputs, config.audio.input_device)
-        self.output_device = _device_box(devices.outputs, config.audio.output_device)
-        self.voice_path = _path_field(config.speech.voice_path, "the bundled Piper voice en_US-joe-medium")
-        self.asr_path = _path_field(config.speech.asr_model_path, "the bundled Whisper tiny.en")
-        self.vad = QDoubleSpinBox(decimals=2, minimum=0.05, maximum=0.95, singleStep=0.05)
-        self.vad.setValue(config.audio.vad_threshold)
-        self.vad.setToolTip("Speech probability above which you count as speaking; lower is more sensitive")
+        self.test_button = QPushButton("Test connection")
+        self.test_button.clicked.connect(self._test)
+        self.test_result = named(QLabel(), "hint")
+        self.test_result.setWordWrap(True)
+        self.max_tokens = QSpinBox(minimum=1, maximum=100_000, singleStep=50, value=llm.max_tokens, suffix=" tokens")
+        self.max_reply_s = QDoubleSpinBox(decimals=0, minimum=1, maximum=3600, singleStep=10, suffix=" s")
+        self.max_reply_s.setValue(llm.max_reply_s)
+        self.input_device = device_box(devices.inputs, audio.input_device)
+        self.output_device = device_box(devices.outputs, audio.output_device)
+        self.voice_path = PathField(
+            speech.voice_path, "the bundled Piper voice en_US-joe-medium", "Piper voice", "Piper voices (*.onnx)", pick
+        )
+        self.asr_path = PathField(
+            speech.asr_model_path, "the bundled Whisper tiny.en", "Whisper model folder", "", pick
+        )
+        self.vad = SpeechDetection(audio.vad_threshold)
         self.echo = QCheckBox("Echo cancellation (so Parley does not interrupt itself on loudspeakers)")
-        self.echo.setChecked(config.audio.echo_cancellation)
+        self.echo.setChecked(audio.echo_cancellation)
         self.resume = QCheckBox("Resume the reply when an interruption was only a noise")
-        self.resume.setChecked(config.audio.false_interruption_resume)
+        self.resume.setChecked(audio.false_interruption_resume)
         self.error = QLabel()
         self.error.setStyleSheet("color: #b91c1c;")
         self.error.setWordWrap(True)
@@ -81,8 +115,12 @@ class SettingsDialog(QDialog):
         key_row = QHBoxLayout()
         key_row.addWidget(self.key_state, 1)
         key_row.addWidget(self.forget)
+        key_row.addWidget(self.test_button)
         llm.addRow("", key_row)
+        llm.addRow("", self.test_result)
         llm.addRow("Embedded model file", self.local_model)
+        llm.addRow("Longest reply", self.max_tokens)
+        llm.addRow("…and at most", self.max_reply_s)
         voice = QFormLayout()
         voice.addRow("Microphone", self.input_device)
         voice.addRow("Speaker", self.output_device)
@@ -90,24 +128,24 @@ class SettingsDialog(QDialog):
             voice.addRow("", _hint(device_note))
         voice.addRow("Voice (Piper .onnx)", self.voice_path)
         voice.addRow("Speech recognition model", self.asr_path)
-        voice.addRow("VAD threshold", self.vad)
+        voice.addRow("Speech detection", self.vad)
         voice.addRow("", self.echo)
         voice.addRow("", self.resume)
-        voice.addRow("", _hint(VOICE_NOTE))
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.save)
         buttons.rejected.connect(self.reject)
         column = QVBoxLayout(self)
-        column.addWidget(_group("Language model", llm))
-        column.addWidget(_group("Voice", voice))
+        column.addWidget(_group(LIVE_TITLE, llm))
+        column.addWidget(_group(RESTART_TITLE, voice))
         column.addWidget(self.error)
         column.addWidget(buttons)
 
     def _provider_changed(self) -> None:
         remote = self.provider.currentData() == "openai"
-        for widget in (self.base_url, self.model, self.api_key, self.forget):
+        for widget in (self.base_url, self.model, self.api_key, self.forget, self.test_button):
             widget.setEnabled(remote)
         self.local_model.setEnabled(not remote)
+        self.test_button.setVisible(self._tester is not None)
 
     def _show_key_state(self) -> None:
         stored = self._keys.load()
@@ -122,6 +160,22 @@ class SettingsDialog(QDialog):
             self._fail(str(error))
         self._show_key_state()
 
+    def _test(self) -> None:
+        if self._tester is None:
+            return
+        try:
+            config = check(self.form_config())
+        except ConfigError as error:
+            self._tested(False, str(error).removeprefix("Settings: "))
+            return
+        self.test_button.setEnabled(False)
+        self.test_result.setText("Asking the provider…")
+        self._tester(config, self.api_key.text().strip(), self._tested)
+
+    def _tested(self, ok: bool, words: str) -> None:
+        self.test_button.setEnabled(self.provider.currentData() == "openai")
+        self.test_result.setText(("✓ " if ok else "✗ ") + words)
+
     def form_config(self) -> Config:
         c = self._config
         llm = replace(
@@ -129,61 +183,48 @@ class SettingsDialog(QDialog):
             provider=str(self.provider.currentData()),
             base_url=self.base_url.text().strip(),
             model=self.model.text().strip(),
-            local_model_path=self.local_model.text().strip(),
+            local_model_path=self.local_model.text(),
+            max_tokens=self.max_tokens.value(),
+            max_reply_s=float(self.max_reply_s.value()),
         )
-        speech = replace(
-            c.speech, voice_path=self.voice_path.text().strip(), asr_model_path=self.asr_path.text().strip()
-        )
+        speech = replace(c.speech, voice_path=self.voice_path.text(), asr_model_path=self.asr_path.text())
         audio = replace(
             c.audio,
-            input_device=_device(self.input_device),
-            output_device=_device(self.output_device),
-            vad_threshold=round(self.vad.value(), 2),
+            input_device=device(self.input_device),
+            output_device=device(self.output_device),
+            vad_threshold=self.vad.threshold(),
             echo_cancellation=self.echo.isChecked(),
             false_interruption_resume=self.resume.isChecked(),
         )
         return Config(llm, speech, audio)
 
     def save(self) -> None:
-        """Validate, store a new key in the keyring, write the file; errors stay in the dialog."""
+        """Check, write the file, then store a new key in the keyring; errors stay in the dialog."""
         new_key = self.api_key.text().strip()
-        self.api_key.clear()
         try:
-            config = validate(self.form_config(), "Settings")
-            if new_key:
-                self._keys.save(new_key)
+            Secret(new_key) if new_key else None  # a malformed key is refused before anything is written
+            config = check(self.form_config())
             save(config, self._path)
-        except (ConfigError, SettingsError, KeyringUnavailable, ValueError) as error:
+        except (ConfigError, SettingsError, ValueError) as error:
             self._fail(str(error))
-            self._show_key_state()
             return
-        self.saved.emit(config)
+        self.api_key.clear()
+        stored, why = self._store_key(new_key)
+        self.saved.emit(config, stored, why)
         self.accept()
+
+    def _store_key(self, key: str) -> tuple[bool, str]:
+        if not key:
+            return False, ""
+        try:
+            self._keys.save(key)
+        except KeyringUnavailable as error:
+            return False, str(error)
+        return True, ""
 
     def _fail(self, message: str) -> None:
         self.error.setText(message)
         self.error.show()
-
-
-def _path_field(value: str, default: str) -> QLineEdit:
-    field = QLineEdit(value)
-    field.setPlaceholderText(f"empty: {default}")
-    return field
-
-
-def _device_box(names: list[str], current: str) -> QComboBox:
-    box = QComboBox()
-    box.addItem(DEFAULT_DEVICE, "")
-    for name in names:
-        box.addItem(name, name)
-    if current and box.findData(current) < 0:
-        box.addItem(f"{current} (not found now)", current)
-    box.setCurrentIndex(max(0, box.findData(current)))
-    return box
-
-
-def _device(box: QComboBox) -> str:
-    return str(box.currentData() or "")
 
 
 def _hint(text: str) -> QLabel:

@@ -7,6 +7,7 @@ from typing import Any
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QWidget
 
+from desktop.model.facts import HandsFreeChanged
 from desktop.model.wording import failure_reason, state_label
 from desktop.qt.style import CHIP_COLOURS
 from engine.clock import Clock
@@ -29,6 +30,7 @@ class StateChip(QLabel):
         self.state = State.IDLE
         self._backoff: BackoffInfo | None = None
         self._failed: str | None = None
+        self._hands_free = False
         self._timer = QTimer(self)
         self._timer.setInterval(TICK_MS)
         self._timer.timeout.connect(self._render)
@@ -42,6 +44,9 @@ class StateChip(QLabel):
             self._render()
         elif isinstance(event, TurnEnded) and event.failure is not None:
             self._failed = failure_reason(event.failure)
+            self._render()
+        elif isinstance(event, HandsFreeChanged):
+            self._hands_free = event.on
             self._render()
 
     def stop(self) -> None:
@@ -62,6 +67,8 @@ class StateChip(QLabel):
             text, key = f"Failed: {self._failed}", "Failed"
         else:
             text = state_label(self.state, self._backoff, self._clock.now())
+            if self.state is State.IDLE and self._hands_free:
+                text = "Listening"  # hands-free waits for the person to speak
             key = "Retrying" if self.state is State.BACKING_OFF else text
         background, ink = CHIP_COLOURS.get(key, CHIP_COLOURS["Ready"])
         self.setStyleSheet(f"QLabel {{ background: {background}; color: {ink}; {PILL} }}")

@@ -7,7 +7,7 @@ from PySide6.QtWidgets import QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
 from desktop.model.trace_model import TraceBook, TurnTrace
 from desktop.qt.style import named
 
-FOOTNOTE = "Hover a line for what it measures; stop_ms and ttfa_ms come from the audio itself."
+FOOTNOTE = "Hover a line for what it measures; stop_ms and ttfa_ms come from the audio itself (Ctrl+T hides this)."
 
 
 class TracePanel(QWidget):
@@ -25,6 +25,11 @@ class TracePanel(QWidget):
         layout.addWidget(footnote)
         self._items: dict[int, QTreeWidgetItem] = {}
         book.on_change(self._changed)
+        book.on_reset(self._reset)
+
+    def _reset(self) -> None:
+        self.tree.clear()
+        self._items.clear()
 
     def _changed(self, trace: TurnTrace) -> None:
         item = self._items.get(trace.turn)

@@ -1,19 +1,23 @@
-"""The transcript view: one bubble per message; heard words in ink, the unheard rest struck through and grey."""
+"""The transcript view: one bubble per message; heard words in ink, the unheard rest struck through and grey.
+
+While a reply is spoken, its bubble follows the heard cursor: the words heard so far in ink, the rest grey.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
 from html import escape
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QResizeEvent
+from PySide6.QtGui import QFocusEvent, QResizeEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
-from desktop.model.transcript_model import Bubble, TranscriptModel
+from desktop.model.transcript_model import Bubble, TranscriptModel, unheard_rest
 from desktop.qt.style import INK, UNHEARD, named
 
 INTERRUPTED = "Interrupted: the struck-through words were never heard, and Parley does not remember them"
 WELCOME = (
-    "Hold the button below (or Space) and talk, or type a message.\n"
+    "Hold the button below and talk (or hold Space while the conversation has focus), or type a message.\n"
     "Talk over Parley at any time: it stops at once and remembers only what you heard."
 )
 WELCOME_SIMULATED = (
@@ -32,7 +36,10 @@ def bubble_plain(bubble: Bubble) -> str:
 
 
 def bubble_html(bubble: Bubble) -> str:
-    """Rich text for a bubble; while streaming everything is ink, once settled the unheard part is struck."""
+    """Rich text for a bubble: while spoken, heard words in ink and the rest grey; once settled the unheard
+    part is struck through."""
+    if bubble.role == "assistant" and bubble.heard is None and bubble.reading is not None:
+        return _reading_html(bubble.text, bubble.reading)
     if bubble.role == "user" or bubble.heard is None:
         return f'<span style="color:{INK}">{escape(bubble.text)}</span>'
     parts = []
@@ -42,6 +49,23 @@ def bubble_html(bubble: Bubble) -> str:
         struck = f"color:{UNHEARD}; text-decoration: line-through"
         parts.append(f'<span style="{struck}">{escape(bubble.unheard)}</span>')
     return " ".join(parts)
+
+
+def _reading_html(text: str, heard: str) -> str:
+    rest = unheard_rest(text, heard)
+    parts = [f'<span style="color:{INK}">{escape(heard)}</span>'] if heard else []
+    if rest:
+        parts.append(f'<span style="color:{UNHEARD}">{escape(rest)}</span>')
+    return " ".join(parts)
+
+
+def when(bubble: Bubble) -> str:
+    """The hover text: when it was said (date too, when not today)."""
+    if not bubble.at:
+        return ""
+    moment = dt.datetime.fromtimestamp(bubble.at)
+    shown = moment.strftime("%H:%M:%S") if moment.date() == dt.date.today() else moment.strftime("%d %b %Y, %H:%M")
+    return f"{'You said this' if bubble.role == 'user' else 'Parley said this'} at {shown}"
 
 
 class BubbleWidget(QFrame):
@@ -88,6 +112,7 @@ class BubbleWidget(QFrame):
         self.marker.setVisible(bubble.interrupted and bool(bubble.unheard))
         self.note.setText(bubble.note)
         self.note.setVisible(bool(bubble.note))
+        self.setToolTip(when(bubble))
         self.fit(self.widest)
         name = "bubble_failed" if bubble.failed else f"bubble_{bubble.role}"
         if self.objectName() != name:
@@ -104,7 +129,7 @@ class TranscriptView(QScrollArea):
         self.setObjectName("transcript")
         self.setWidgetResizable(True)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        body = named(QWidget(), "transcriptBody")
+        body = self.body = named(QWidget(), "transcriptBody")
         self._column = QVBoxLayout(body)
         self._column.setContentsMargins(16, 16, 16, 16)
         self._column.setSpacing(10)
@@ -119,7 +144,10 @@ class TranscriptView(QScrollArea):
         bar = self.verticalScrollBar()
         bar.rangeChanged.connect(self._keep_bottom)
         bar.valueChanged.connect(lambda value: setattr(self, "_follow", value >= bar.maximum() - 4))
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.setAccessibleName("Conversation")
         model.on_change(self._changed)
+        model.on_reset(self._reset)
 
     def bubble_widget(self, bubble: Bubble) -> BubbleWidget:
         return self.widgets[id(bubble)]
@@ -129,6 +157,26 @@ class TranscriptView(QScrollArea):
             self._append(bubble)
         else:
             self.widgets[id(bubble)].refresh()
+
+    def _reset(self) -> None:
+        """Another conversation: every bubble goes; the welcome shows until one comes in."""
+        while self._column.count() > 2:  # the welcome and the closing stretch stay
+            item = self._column.takeAt(1)
+            row = item.layout() if item is not None else None
+            while row is not None and row.count():
+                child = row.takeAt(0)
+                widget = child.widget() if child is not None else None
+                if widget is not None:
+                    widget.hide()
+                    widget.deleteLater()
+        self.widgets.clear()
+        self.welcome.show()
+        self._follow = True
+
+    def refit(self) -> None:
+        """After a font change (zoom): bubbles fit their text again."""
+        for widget in self.widgets.values():
+            widget.fit(self._widest())
 
     def _append(self, bubble: Bubble) -> None:
         self.welcome.hide()
@@ -150,6 +198,22 @@ class TranscriptView(QScrollArea):
         super().resizeEvent(event)
         for widget in self.widgets.values():
             widget.fit(self._widest())
+
+    def focusInEvent(self, event: QFocusEvent) -> None:
+        super().focusInEvent(event)
+        self._show_focus(True)
+
+    def focusOutEvent(self, event: QFocusEvent) -> None:
+        super().focusOutEvent(event)
+        self._show_focus(False)
+
+    def _show_focus(self, focused: bool) -> None:
+        """A scroll area's frame is not repainted on focus by the style sheet alone: a property is."""
+        for widget in (self, self.body):
+            widget.setProperty("focused", focused)
+            widget.style().unpolish(widget)
+            widget.style().polish(widget)
+            widget.update()
 
     def _keep_bottom(self, _low: int, high: int) -> None:
         if self._follow:

@@ -3,76 +3,108 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QApplication,
     QHBoxLayout,
     QLabel,
     QMainWindow,
+    QMessageBox,
     QPushButton,
     QSplitter,
     QVBoxLayout,
     QWidget,
 )
 
+from desktop.config import Config
+from desktop.model.conversations import bubbles_of, plain_text
 from desktop.model.devices import Devices, list_devices
-from desktop.model.facts import EngineClosed, EngineOpened
+from desktop.model.facts import ConversationOpened, EngineClosed, EngineOpened
 from desktop.model.session import Session
+from desktop.model.settings_rules import restart_needed
 from desktop.model.trace_model import TraceBook
 from desktop.model.transcript_model import TranscriptModel
+from desktop.model.wording import key_not_stored, restart_question
 from desktop.qt.banner import BannerArea
-from desktop.qt.controls import Controls, SpaceToTalk
+from desktop.qt.controls import Controls
+from desktop.qt.conversations_dialog import ConversationsDialog
 from desktop.qt.settings_dialog import SettingsDialog
 from desktop.qt.state_chip import StateChip
-from desktop.qt.style import named
+from desktop.qt.style import named, sheet
+from desktop.qt.talk_keys import PushToTalk, TalkKeys
 from desktop.qt.trace_panel import TracePanel
 from desktop.qt.transcript import WELCOME, WELCOME_SIMULATED, TranscriptView
+from desktop.qt.window_menu import Commands, Menu
+from desktop.qt.window_state import WindowState, next_zoom
 from engine.events import StateChanged
+
+READING_MS = 120  # how often the bubble being spoken follows the heard cursor
 
 
 class MainWindow(QMainWindow):
     def __init__(self, session: Session, *, config_path: Path, devices: Callable[[], Devices] = list_devices) -> None:
         super().__init__()
         self.setWindowTitle("Parley")
-        self.resize(1060, 720)
         self.session = session
         self.closed = asyncio.Event()
+        self.restart_requested = False
         self._config_path, self._devices = config_path, devices
+        self.remembered = WindowState(config_path)
         self.transcript_model, self.trace = TranscriptModel(), TraceBook()
-        welcome = WELCOME_SIMULATED if session.voice.simulated else WELCOME
-        self.transcript = TranscriptView(self.transcript_model, welcome)
+        self.transcript = TranscriptView(
+            self.transcript_model, WELCOME_SIMULATED if session.voice.simulated else WELCOME
+        )
         self.trace_panel = TracePanel(self.trace)
         self.chip = StateChip(session.clock)
         self.stop_button = QPushButton("Stop")
         self.stop_button.setToolTip("Stop the reply now and drop anything queued (Esc)")
-        self.stop_button.setShortcut(Qt.Key.Key_Escape)
         self.stop_button.setEnabled(False)
         self.stop_button.clicked.connect(session.stop)
         self.model_label = named(QLabel("Starting…"), "hint")
-        self.model_label.setToolTip(f"This session's journal: {session.journal_path}")
-        self.trace_toggle = QPushButton("Hide trace")
+        self.trace_toggle = QPushButton("Show trace")
         self.trace_toggle.setCheckable(True)
-        self.trace_toggle.setChecked(True)
-        self.trace_toggle.toggled.connect(self._show_trace)
+        self.trace_toggle.toggled.connect(self.show_trace)
         self.settings_button = QPushButton("Settings…")
         self.settings_button.clicked.connect(self.open_settings)
         self.banners = BannerArea(self.open_settings)
-        self.controls = Controls(session)
+        self.push = PushToTalk(session, self)
+        self.controls = Controls(session, self.push)
         self.settings_dialog: SettingsDialog | None = None
+        self.menu = Menu(self, self._commands())
+        self._reading = QTimer(self)
+        self._reading.setInterval(READING_MS)
+        self._reading.timeout.connect(self._follow_reading)
         self._lay_out()
-        self._space = SpaceToTalk(self, session)
+        self._keys = TalkKeys(self, self.push, self._space_talks)
         app = QApplication.instance()
         assert app is not None, "create the QApplication first"
         self._app = app
-        app.installEventFilter(self._space)
+        app.installEventFilter(self._keys)
+        self._restore()
         self._unsubscribe = session.subscribe(self._on_event)
         self._closing = False
         self._may_close = False
+
+    def _commands(self) -> Commands:
+        return Commands(
+            new_conversation=self.session.new_conversation,
+            past_conversations=self.open_conversations,
+            copy_conversation=self.copy_conversation,
+            settings=self.open_settings,
+            close=self._close,
+            quit=self._close,  # one window: quitting is closing it in order
+            stop=self.stop,
+            toggle_hands_free=self.controls.hands_free.toggle,
+            show_trace=self.show_trace,
+            zoom=self.zoom,
+            shortcut=lambda: self._keys.shortcut.toString(),
+        )
 
     def _lay_out(self) -> None:
         top = QHBoxLayout()
@@ -88,7 +120,7 @@ class MainWindow(QMainWindow):
         split.addWidget(self.trace_panel)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 1)
-        split.setSizes([700, 340])
+        split.setSizes([640, 420])
         split.setContentsMargins(16, 8, 16, 0)
         column = QVBoxLayout()
         column.setContentsMargins(0, 0, 0, 0)
@@ -99,35 +131,141 @@ class MainWindow(QMainWindow):
         central = QWidget()
         central.setLayout(column)
         self.setCentralWidget(central)
+        c = self.controls
+        order = [self.transcript, c.talk, c.hands_free, c.message, c.send_button, self.stop_button]
+        order += [self.trace_toggle, self.settings_button, self.trace_panel.tree]
+        for first, second in itertools.pairwise(order):
+            QWidget.setTabOrder(first, second)
+        for button in (self.stop_button, self.trace_toggle, self.settings_button, c.send_button):
+            button.setAutoDefault(True)  # Enter presses the focused button, as Space does
+        c.talk.setFocus()
+
+    def _restore(self) -> None:
+        remembered = self.remembered
+        self.remembered.restore(self)
+        self.trace_toggle.setChecked(remembered.trace_shown)
+        self.show_trace(remembered.trace_shown)
+        self._zoom = remembered.zoom
+        self._apply_zoom()
+        self.set_talk_shortcut(remembered.shortcut)
+
+    def _space_talks(self, widget: QWidget) -> bool:
+        """Space talks where it has nothing else to do: the conversation and the Talk button."""
+        return widget is self.controls.talk or widget is self.transcript or self.transcript.isAncestorOf(widget)
+
+    def set_talk_shortcut(self, text: str) -> None:
+        self._keys.set_shortcut(text)
+        self.controls.show_shortcut(self._keys.shortcut.toString())
 
     def _on_event(self, event: Any) -> None:
         for view in (self.transcript_model, self.trace, self.chip, self.banners, self.controls):
             view.handle(event)
         if isinstance(event, StateChanged):
             self.stop_button.setEnabled(event.turn is not None)
+            self._follow_reading() if event.turn is not None else None
+            self._reading.start() if event.turn is not None else self._reading.stop()
+        elif isinstance(event, ConversationOpened):
+            self._opened(event)
         elif isinstance(event, EngineOpened):
             self.model_label.setText(f"Model: {event.label}")
         elif isinstance(event, EngineClosed):
             self.model_label.setText("No language model running")
 
-    def _show_trace(self, shown: bool) -> None:
+    def _opened(self, event: ConversationOpened) -> None:
+        self.trace.reset()
+        self.transcript_model.load(bubbles_of(event.events))
+        self.model_label.setToolTip(f"This conversation's journal: {event.path}")
+
+    def _follow_reading(self) -> None:
+        """Move each reply being spoken to the heard cursor (a few times a second, only while a turn is live)."""
+        for bubble in self.transcript_model.speaking():
+            heard = self.session.reading(bubble.turn, bubble.step, bubble.attempt)
+            if heard is not None:
+                self.transcript_model.reading(bubble.turn, bubble.step, heard)
+
+    # Commands
+
+    def stop(self) -> None:
+        """Esc: leave the text box (Space talks again) and stop Parley."""
+        if self.controls.message.hasFocus():
+            self.transcript.setFocus()
+        self.session.stop()
+
+    def show_trace(self, shown: bool) -> None:
         self.trace_panel.setVisible(shown)
         self.trace_toggle.setText("Hide trace" if shown else "Show trace")
+        for control in (self.trace_toggle, self.menu.actions["trace"]):
+            if control.isChecked() != shown:
+                control.setChecked(shown)
+
+    def zoom(self, step: int) -> None:
+        self._zoom = next_zoom(self._zoom, step)
+        self.remembered.remember(zoom=self._zoom)
+        self._apply_zoom()
+
+    def _apply_zoom(self) -> None:
+        wanted = "" if self._zoom == 1.0 else sheet(self._zoom)
+        if wanted != self.styleSheet():
+            self.setStyleSheet(wanted)
+        self.transcript.refit()
+
+    def copy_conversation(self) -> None:
+        clipboard = QApplication.clipboard()
+        clipboard.setText(plain_text(self.transcript_model.bubbles))
+
+    def open_conversations(self) -> None:
+        dialog = ConversationsDialog(
+            self.session.journal_dir, self.session.journal_path, self.session.continue_conversation, self
+        )
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
 
     def open_settings(self) -> None:
         if self.settings_dialog is not None:
             self.settings_dialog.raise_()
             return
-        dialog = SettingsDialog(self.session.config, self._config_path, self.session.keys, self._devices(), self)
-        dialog.saved.connect(self.session.apply_settings)
+        session = self.session
+        dialog = SettingsDialog(
+            session.config, self._config_path, session.keys, self._devices(), self, tester=session.try_connection
+        )
+        dialog.saved.connect(self._settings_saved)
         dialog.finished.connect(self._settings_closed)
         self.settings_dialog = dialog
         dialog.open()
+
+    def _settings_saved(self, config: Config, key_stored: bool, key_problem: str) -> None:
+        """Apply what applies live; say where a key that could not be stored can go; offer a restart."""
+        later = restart_needed(self.session.config, config)
+        self.session.apply_settings(config, key_changed=key_stored)
+        if key_problem:
+            self.session.raise_problem(key_not_stored(key_problem))
+        if later:
+            self.offer_restart(later)
+
+    def offer_restart(self, settings: list[str]) -> None:
+        box = QMessageBox(self)
+        box.setObjectName("restart")
+        box.setWindowTitle("Restart Parley?")
+        box.setText(restart_question(settings))
+        box.addButton("Restart now", QMessageBox.ButtonRole.AcceptRole).clicked.connect(self.restart)
+        box.addButton("Later", QMessageBox.ButtonRole.RejectRole)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
 
     def _settings_closed(self) -> None:
         if self.settings_dialog is not None:
             self.settings_dialog.deleteLater()
             self.settings_dialog = None
+
+    def _close(self) -> None:
+        self.close()
+
+    def restart(self) -> None:
+        """Close in order and open again (run_app does): for settings that the voice reads once, at start."""
+        self.restart_requested = True
+        self.close()
+
+    # Closing
 
     async def shutdown(self) -> None:
         """Dispose the conversation and wait until it is quiescent; then the window may close."""
@@ -143,7 +281,10 @@ class MainWindow(QMainWindow):
             return
         self._unsubscribe()
         self.chip.stop()
-        self._app.removeEventFilter(self._space)
+        self.push.stop()
+        self._reading.stop()
+        self._app.removeEventFilter(self._keys)
+        self.remembered.save(self, trace_shown=self.trace_panel.isVisibleTo(self))
         self._may_close = True
         self.closed.set()
 

@@ -1,13 +1,18 @@
-"""Render the real window with a scripted conversation and save a screenshot.
+"""Render the real window on the real models and save a screenshot (the README's picture).
 
-    python -m tests.desktop.screenshot_scene OUT.png      (needs a display: Xvfb under the test)
+    python -m tests.desktop.screenshot_scene OUT.png [JOURNAL_DIR]      (needs a display: Xvfb under the test)
 
-Three turns: a typed greeting, a spoken request whose long reply is interrupted by push-to-talk
-(the unheard rest struck through), and a question answered after a rate-limited first attempt.
+The app as `parley --fixture barge_in.toml` runs it: the bundled scenario is played into the microphone (the
+real Whisper hears it), the embedded SmolLM2 answers, Piper speaks into the recording speaker, and the second
+utterance ("Stop. What time is it?") barges in on the story; the unheard rest is struck through and the next
+answer follows. The model's sampling seed is fixed, so the picture comes out alike each time (the words may
+still vary with the machine's timing); the journal goes to JOURNAL_DIR for the test to check.
 """
 
 from __future__ import annotations
 
+import asyncio
+import random
 import sys
 from pathlib import Path
 from tempfile import TemporaryDirectory
@@ -18,73 +23,47 @@ from desktop.config import Config
 from desktop.model.devices import Devices
 from desktop.model.live_voice import LiveVoice
 from desktop.model.session import Session
-from desktop.model.voice import SimulatedVoice
 from desktop.qt import qt_loop
 from desktop.qt.style import SHEET
 from desktop.qt.window import MainWindow
+from desktop.scenario import load_scenario, scenario_path
 from engine.clock import MonotonicClock
 from engine.events import State
-from engine.testing import FakeLlm, failure, reply
 from tests.desktop.helpers import until
 
-GREETING = "Hi, I'm Parley. I listen, think and answer out loud, and I stop the moment you talk over me."
-STORY = (
-    "Once upon a time, on a rocky island at the edge of the map, an old keeper named Elias tended a lighthouse. "
-    "Every night he climbed one hundred and twelve steps to light the lamp, and every morning he wrote the "
-    "weather in a leather book that nobody ever read."
-)
-PARIS = "Paris. It has been the capital of France for most of the last thousand years."
+SEED = 7
+SCENARIO = Path("barge_in.toml")
+WITHIN_S = 200  # models loading, the scenario in real time, two replies on 2 cores
 
 
-class _ScriptedVoice(SimulatedVoice):
-    """Stands in for the microphone so the picture is the same every time; the window describes it as the
-    live voice describes itself (LiveVoice only checks its model files when made, it opens no device)."""
-
-    def __init__(self, clock: MonotonicClock) -> None:
-        super().__init__(clock, ms_per_word=150)
-        self._hint = LiveVoice(Config(), clock).description
-
-    @property
-    def description(self) -> str:
-        return self._hint
+def _finished(session: Session) -> bool:
+    note = session.problems.get("fixture")
+    return note is not None and "has finished" in note.message
 
 
-def _llm(clock: MonotonicClock) -> FakeLlm:
-    scripts = [reply(GREETING, delay=0.03), reply(STORY, delay=0.02), failure("RATE_LIMITED", retry_after_ms=900)]
-    return FakeLlm([*scripts, reply(PARIS, delay=0.03)], clock=clock, provider="scripted", model="demo script")
-
-
-async def _play(window: MainWindow, session: Session, voice: SimulatedVoice) -> None:
-    session.send_text("Hi! Who are you?")
-    await until(lambda: 1 in window.trace.turns and window.trace.turns[1].outcome != "running", within=30)
-    voice.queue_utterance("Tell me a story about a lighthouse keeper.")
-    session.press_to_talk()
-    session.release_to_talk()
-    await until(lambda: sum(s.played_ms for s in voice.speech.report(2)) > 3000, within=30)
-    voice.queue_utterance("Sorry, what's the capital of France?")
-    session.press_to_talk()  # barge-in: the story stops here
-    session.release_to_talk()
-    await until(lambda: 3 in window.trace.turns and window.trace.turns[3].outcome != "running", within=30)
-    await until(lambda: window.chip.state is State.IDLE, within=10)
-
-
-async def _scene(out: Path) -> None:
+async def _scene(out: Path, journal_dir: Path) -> None:
+    random.seed(SEED)  # llama.cpp's sampling seed comes from Python's random
     clock = MonotonicClock()
-    voice = _ScriptedVoice(clock)
-    with TemporaryDirectory() as tmp:
-        session = Session(Config(), journal_dir=Path(tmp), voice=voice, llm=_llm(clock), clock=clock)
-        window = MainWindow(session, config_path=Path(tmp) / "config.toml", devices=Devices)
-        window.show()
-        try:
-            async with session.running():
-                await _play(window, session, voice)
-                QApplication.processEvents()
-                if not window.grab().save(str(out)):
-                    raise SystemExit(f"could not write {out}")
-                await window.shutdown()
-                window.close()
-        finally:
-            window.deleteLater()
+    voice = LiveVoice(Config(), clock, scenario=load_scenario(scenario_path(SCENARIO)))
+    session = Session(Config(), journal_dir=journal_dir, voice=voice, clock=clock)
+    window = MainWindow(session, config_path=journal_dir / "config.toml", devices=Devices)
+    window.show()
+    window.show_trace(True)
+    try:
+        async with session.running():
+            session.set_hands_free(True)  # as `parley --fixture` does: the scenario speaks without pressing Talk
+            await until(lambda: _finished(session), within=WITHIN_S, what="the scenario played")
+            await until(lambda: 2 in window.trace.turns and window.trace.turns[2].outcome != "running", within=60)
+            await until(lambda: window.chip.state in (State.IDLE, State.LISTENING), within=30)
+            window.banners.dismiss("fixture")
+            await asyncio.sleep(0.3)  # Qt lays out and paints while the loop runs (processEvents here would
+            # re-enter the qasync loop from inside a task)
+            if not window.grab().save(str(out)):
+                raise SystemExit(f"could not write {out}")
+            await window.shutdown()
+            window.close()
+    finally:
+        window.deleteLater()
 
 
 def main(argv: list[str]) -> int:
@@ -94,10 +73,12 @@ def main(argv: list[str]) -> int:
     app.setQuitOnLastWindowClosed(False)
     app.setStyleSheet(SHEET)
     loop = qt_loop.new_loop(app)
-    try:
-        qt_loop.run(loop, _scene(out))
-    finally:
-        qt_loop.close(loop)
+    with TemporaryDirectory() as tmp:
+        journal_dir = Path(argv[2]) if len(argv) > 2 else Path(tmp)
+        try:
+            qt_loop.run(loop, _scene(out, journal_dir))
+        finally:
+            qt_loop.close(loop)
     print(f"wrote {out}")
     return 0
 

@@ -1,4 +1,5 @@
-"""Push-to-talk while Parley speaks cancels the turn; the bubble shows exactly what the journal kept."""
+"""Push-to-talk while Parley speaks cancels the turn; the bubble follows the heard cursor while it speaks and
+then shows exactly what the journal kept."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pytestqt.qtbot import QtBot
 from desktop.config import Config
 from desktop.model.session import Session
 from desktop.model.voice import SimulatedVoice
+from desktop.qt.style import INK, UNHEARD
 from engine.clock import MonotonicClock
 from engine.events import State
 from engine.journal import read_events
@@ -19,7 +21,7 @@ from engine.testing import FakeLlm, reply
 from tests.desktop.helpers import running_window, until
 
 STORY = " ".join(f"word{n}" for n in range(1, 121)) + "."
-MS_PER_WORD = 20.0
+MS_PER_WORD = 100.0  # the story lasts 12 s: a loaded machine cannot let it finish before the press
 
 
 def _plain(html: str) -> str:
@@ -43,8 +45,15 @@ def test_push_to_talk_while_speaking_cuts_the_reply_where_the_journal_does(
             await until(lambda: window.chip.state is State.SPEAKING, what="speaking")
             bubble = window.transcript_model.assistant(1)
             assert bubble is not None
-            await until(lambda: sum(s.played_ms for s in voice.speech.report(1)) > 10 * MS_PER_WORD, what="heard")
+            await until(lambda: len((bubble.reading or "").split()) >= 10, what="ten words heard")
             assert bubble.text.strip() == STORY  # streamed in full before the cut
+            widget = window.transcript.bubble_widget(bubble)
+            reading = bubble.reading
+            assert reading is not None
+            assert _plain(widget.body.text()) == STORY  # all of it shown, the heard part in ink
+            assert f'color:{INK}">{reading}</span>' in widget.body.text()
+            assert UNHEARD in widget.body.text()
+            assert "line-through" not in widget.body.text()  # grey, not struck: it may still be heard
             qtbot.mousePress(window.controls.talk, Qt.MouseButton.LeftButton)
             await until(lambda: bubble.settled, what="settled")
             qtbot.mouseRelease(window.controls.talk, Qt.MouseButton.LeftButton)
@@ -56,9 +65,9 @@ def test_push_to_talk_while_speaking_cuts_the_reply_where_the_journal_does(
             heard = messages[0]["text"]
             assert 10 <= len(heard.split()) < 120
             assert bubble.heard == heard
+            assert heard.startswith(reading)  # the cursor only moved on; the cut is where it stood
             assert bubble.interrupted
             assert bubble.unheard == STORY[len(heard) :].strip()
-            widget = window.transcript.bubble_widget(bubble)
             assert "line-through" in widget.body.text()
             assert _plain(widget.body.text()) == f"{heard} {bubble.unheard}"
             assert widget.marker.isVisible()

@@ -218,21 +218,43 @@ def test_device_problems_name_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 class _DyingMicrophone:
-    """Half a second of silence, then the device goes away."""
+    """Half a second of silence, then the device goes away for good (listening again fails again)."""
 
     dropped = 0
+    UNPLUGGED = "the input device stopped (unplugged, taken away or the sound server quit)"
 
     def __init__(self, device: str | None = None) -> None:
         self.closed = False
+        self.listens = 0
 
     async def start(self) -> None:
         pass
 
     async def frames(self) -> Any:
-        for k in range(25):
+        self.listens += 1
+        for k in range(25 if self.listens == 1 else 0):
             await asyncio.sleep(0.02)
             yield Frame(np.zeros(320, dtype=np.float32), k * 0.02, k * 320)
-        yield CaptureFailed("the input device stopped (unplugged, taken away or the sound server quit)")
+        await asyncio.sleep(0.1)
+        yield CaptureFailed(self.UNPLUGGED)
+
+
+class _StallingMicrophone(_DyingMicrophone):
+    """A device that delivers nothing for a while (a cold start), then audio again."""
+
+    def __init__(self, device: str | None = None) -> None:
+        super().__init__(device)
+        self.flowing = asyncio.Event()
+
+    async def frames(self) -> Any:
+        self.listens += 1
+        if not self.flowing.is_set():
+            await asyncio.sleep(0.1)
+            yield CaptureFailed("no audio from the input device for 1 s")
+            return
+        for k in range(10_000):
+            await asyncio.sleep(0.02)
+            yield Frame(np.zeros(320, dtype=np.float32), k * 0.02, k * 320)
 
     async def close(self) -> None:
         self.closed = True
@@ -263,3 +285,36 @@ def test_a_microphone_that_fails_mid_stream_is_a_banner_and_hands_free_turns_off
             await until(lambda: 1 in window.trace.turns and window.trace.turns[1].outcome == "completed", within=30)
 
     run(scenario(), within=60)
+
+
+@pytest.mark.slow
+def test_a_microphone_quiet_while_the_models_load_is_not_judged_and_a_banner_clears_when_audio_flows(
+    run: Any, qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = MonotonicClock()
+    microphones: list[_StallingMicrophone] = []
+    monkeypatch.setattr(
+        desktop.pipeline.devices, "Microphone", lambda *a: microphones.append(_StallingMicrophone()) or microphones[-1]
+    )
+    monkeypatch.setattr(desktop.pipeline.devices, "Player", lambda *a, **k: RecordingSink(clock, rate=k["rate"]))
+    voice = LiveVoice(Config(), clock)
+    session = Session(Config(), journal_dir=tmp_path, voice=voice, llm=FakeLlm(), clock=clock)
+    seen: list[str] = []
+    session.subscribe(lambda e: seen.append(type(e).__name__))
+
+    async def scenario() -> None:
+        async with running_window(session, tmp_path / "config.toml") as window:
+            (microphone,) = microphones
+            await until(lambda: voice.pipeline.loaded.is_set(), within=60, what="models loaded")
+            loading_listens = microphone.listens
+            assert loading_listens >= 1  # it was quiet while they loaded ...
+            assert "no_microphone" not in session.problems  # ... and that was not held against it
+            await until(lambda: "no_microphone" in window.banners.banners, what="quiet after loading: reported")
+            assert "ProblemRaised" in seen
+            microphone.flowing.set()
+            await until(lambda: "no_microphone" not in window.banners.banners, what="audio flows: the banner goes")
+            assert voice.pipeline.unheard is None
+            window.controls.hands_free.click()
+            assert window.controls.hands_free.isChecked()  # listening works again
+
+    run(scenario(), within=90)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from adapters.contract import LlmFailure
+from desktop.model.facts import TurnStopped
 from desktop.model.trace_model import TraceBook
 from desktop.model.transcript_model import TranscriptModel, unheard_rest
 from desktop.model.wording import countdown, failure_reason, state_label
@@ -83,15 +84,24 @@ def test_a_reply_streams_then_settles_and_a_failed_attempt_is_discarded() -> Non
     assert changes[:2] == ["user+", "assistant+"]
 
 
-def test_the_trace_keeps_attempts_retries_and_timings() -> None:
+def test_the_trace_keeps_attempts_retries_and_timings_with_causes_in_plain_words() -> None:
     book = TraceBook()
     book.handle(TurnStarted(3, "voice", "Hi"))
     book.handle(AttemptFailed(3, 1, 1, LlmFailure("x", "RATE_LIMITED", 429, provider_retry_after_ms=2000)))
+    book.handle(TurnStopped(3, "voice"))
     book.handle(TurnEnded(3, "aborted", None, {"quiesce_ms": 3.5, "llm_ttft_ms": 120.0}))
     trace = book.turns[3]
-    assert trace.title() == "Turn 3 (voice) — aborted"
+    assert trace.title() == "Turn 3 (spoken): interrupted by voice"
     assert [line for line, _ in trace.lines()] == [
         "attempt 1 failed: RATE_LIMITED · HTTP 429",
-        "quiesce_ms  3.5 ms",
-        "llm_ttft_ms  120 ms",
+        "quiesce_ms  3.5 ms  (until all its work had stopped)",
+        "llm_ttft_ms  120 ms  (for the model's first word)",
     ]
+    book.handle(TurnStarted(4, "text", "Go on"))
+    book.handle(TurnStopped(4, "you"))
+    book.handle(TurnEnded(4, "aborted"))
+    book.handle(TurnStarted(5, "text", "Again"))
+    book.handle(TurnEnded(5, "failed", LlmFailure("no", "AUTH", 401)))
+    assert book.turns[4].title() == "Turn 4 (typed): stopped by you"
+    assert book.turns[5].title() == "Turn 5 (typed): failed"
+    assert book.turns[5].lines()[0][0] == "failed: API key refused (AUTH)"

@@ -1,4 +1,6 @@
-"""The real window under Xvfb (xcb platform) with a scripted conversation, saved as docs/screenshot.png."""
+"""The real window under Xvfb (xcb platform) on the real models, saved as docs/screenshot.png: the bundled
+barge-in scenario played into it (Whisper, SmolLM2, Piper), the story interrupted and the interruption answered.
+Checked by what the journal kept and what the picture holds, never by the exact words."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PySide6.QtGui import QImage
+
+from engine.journal import read_events
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT = ROOT / "docs" / "screenshot.png"
@@ -44,19 +48,32 @@ def display() -> Iterator[str]:
 
 
 @pytest.mark.slow
-def test_the_window_renders_a_conversation_with_an_interrupted_reply(display: str) -> None:
+@pytest.mark.timeout(320)
+def test_the_window_renders_a_real_conversation_with_an_interrupted_reply(display: str, tmp_path: Path) -> None:
     SCREENSHOT.unlink(missing_ok=True)
     env = {**os.environ, "DISPLAY": display, "QT_QPA_PLATFORM": "xcb"}
     done = subprocess.run(
-        [sys.executable, "-m", "tests.desktop.screenshot_scene", str(SCREENSHOT)],
+        [sys.executable, "-m", "tests.desktop.screenshot_scene", str(SCREENSHOT), str(tmp_path)],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
-        timeout=90,
+        timeout=300,
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    (journal,) = tmp_path.glob("*/journal.jsonl")
+    events = read_events(journal)
+    assert [e["source"] for e in events if e["type"] == "turn/start"] == ["voice", "voice"]
+    assert [e["type"] for e in events if e["type"].startswith("barge_in/")][:2] == [
+        "barge_in/detected",
+        "barge_in/confirmed",
+    ]
+    replies = [e for e in events if e["type"] == "assistant/message"]
+    assert replies[0]["turn"] == 1
+    assert replies[0]["interrupted"] is True
+    assert 0 < len(replies[0]["text"]) < replies[0]["generated_chars"]  # cut where the user stopped listening
+    assert [e["outcome"] for e in events if e["type"] == "turn/end"] == ["aborted", "completed"]
     image = QImage(str(SCREENSHOT)).convertToFormat(QImage.Format.Format_Grayscale8)
     assert image.width() >= 800
     assert image.height() >= 500

@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from PySide6.QtWidgets import QDialogButtonBox
+from PySide6.QtWidgets import QDialogButtonBox, QMessageBox
 from pytestqt.qtbot import QtBot
 
+from adapters.asr.whisper import default_model_dir
+from adapters.tts.piper_voice import default_voice_path
 from desktop.config import AudioConfig, Config, LlmConfig, SpeechConfig, load
 from desktop.model.devices import from_query, list_devices
 from desktop.model.session import Session
@@ -38,6 +40,9 @@ CHOSEN = Config(
 )
 
 
+REAL = replace(CHOSEN, speech=SpeechConfig(str(default_model_dir()), str(default_voice_path())))  # files that exist
+
+
 def _fill(dialog: SettingsDialog, qtbot: QtBot, chosen: Config, key: str) -> None:
     dialog.provider.setCurrentIndex(dialog.provider.findData(chosen.llm.provider))
     for field, value in (
@@ -50,7 +55,7 @@ def _fill(dialog: SettingsDialog, qtbot: QtBot, chosen: Config, key: str) -> Non
     qtbot.keyClicks(dialog.api_key, key)
     dialog.input_device.setCurrentIndex(dialog.input_device.findData(chosen.audio.input_device))
     dialog.output_device.setCurrentIndex(dialog.output_device.findData(chosen.audio.output_device))
-    dialog.vad.setValue(chosen.audio.vad_threshold)
+    dialog.vad.set_threshold(chosen.audio.vad_threshold)
     dialog.echo.setChecked(chosen.audio.echo_cancellation)
     dialog.resume.setChecked(chosen.audio.false_interruption_resume)
 
@@ -67,25 +72,29 @@ def test_settings_round_trip_through_the_dialog_file_and_keyring(
             window.open_settings()
             dialog = window.settings_dialog
             assert dialog is not None
-            _fill(dialog, qtbot, CHOSEN, KEY)
-            saved: list[Config] = []
-            dialog.saved.connect(saved.append)
+            _fill(dialog, qtbot, REAL, KEY)
+            saved: list[tuple[Config, bool, str]] = []
+            dialog.saved.connect(lambda *args: saved.append(args))
             dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Save).click()
-            assert saved == [CHOSEN]
+            assert saved == [(REAL, True, "")]
             assert window.settings_dialog is None  # closed and scheduled for deletion
+            restart = window.findChild(QMessageBox, "restart")
+            assert restart is not None  # devices and models changed: offered, not forced
+            assert "microphone" in restart.text()
+            restart.close()
             window.open_settings()
             again = window.settings_dialog
             assert again is not None
-            assert again.form_config() == CHOSEN
+            assert again.form_config() == REAL
             assert again.key_state.text() == "sk-…1234 (stored in keyring)"
             assert again.api_key.text() == ""
             again.reject()
 
     run(scenario())
-    assert load(path, env={}) == CHOSEN
+    assert load(path, env={}) == REAL
     assert memory_keyring.store == {("parley", "llm-api-key"): KEY}
     assert KEY not in path.read_text(encoding="utf-8")
-    assert session.config == CHOSEN  # the session was rebuilt with the new settings
+    assert session.config == REAL  # the session was rebuilt with the new settings
 
 
 def test_a_bad_value_stays_in_the_dialog_with_its_reason(run: Any, qtbot: QtBot, tmp_path: Path) -> None:

@@ -62,7 +62,7 @@ def test_space_talks_from_the_window_but_types_in_the_text_box(run: Any, qtbot: 
             qtbot.keyPress(window.transcript, Qt.Key.Key_Space)
             assert window.controls.talk.text() == "Release to send"
             qtbot.keyRelease(window.transcript, Qt.Key.Key_Space)
-            assert talk == [True, False]
+            await until(lambda: talk == [True, False], what="released (after the auto-repeat window)")
             await until(lambda: window.chip.text() == "Ready" and 1 in window.trace.turns, what="answered")
             user = window.transcript_model.bubbles[0]
             assert (user.source, user.text) == ("voice", "What is the capital of France?")

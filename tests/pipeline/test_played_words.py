@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from adapters.contract import CancelSignal
@@ -30,7 +32,7 @@ async def test_played_words_are_timed_in_order_and_outlive_their_turn() -> None:
         after_release = voice.played_words(since=started)
         await sink.close()
     assert [w.text for w in words] == TEXT.split()
-    assert all(a.start < b.start for a, b in zip(words, words[1:], strict=False))
+    assert all(a.start < b.start for a, b in itertools.pairwise(words))
     assert words[0].start >= started + 0.03, "audible only after the device's latency"
     assert all(w.start <= w.end for w in words)
     assert after_release == words, "the echo of a reply can be heard after its turn ended"

@@ -1,0 +1,150 @@
+"""Past conversations: the session folders under the journal directory, and the transcript each journal holds.
+
+A conversation is one `<journal dir>/<time>/journal.jsonl`. Reading one never writes to it (a crashed turn is
+closed only when the engine opens the journal to continue it), and shows what the journal keeps: the user's
+words and, of each reply, exactly the words that were heard.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from adapters.contract import LlmFailure
+from adapters.contract.llm import FailureCode
+from desktop.model.transcript_model import Bubble
+from desktop.model.wording import failure_reason
+from engine.journal import JournalCorrupt, open_turn_ids, read_events
+
+JOURNAL = "journal.jsonl"
+TITLE_CHARS = 60
+CLOSED = "Parley was closed before it answered"
+
+
+@dataclass(frozen=True)
+class ConversationInfo:
+    """One past conversation, for the list: when it started, its first words, how many turns."""
+
+    path: Path
+    started: float
+    title: str
+    turns: int
+    readable: bool = True
+
+
+def journals(base: Path) -> list[Path]:
+    """Every session's journal under `base`, newest first (folder names are start times, so they sort)."""
+    if not base.is_dir():
+        return []
+    found = [folder / JOURNAL for folder in base.iterdir() if (folder / JOURNAL).is_file()]
+    return sorted(found, key=lambda path: (path.stat().st_mtime, path.parent.name), reverse=True)
+
+
+def last_conversation(base: Path) -> Path | None:
+    """The journal to reopen at start: the most recently written one that can be read."""
+    for path in journals(base):
+        try:
+            read_events(path)
+        except (JournalCorrupt, OSError, UnicodeDecodeError):
+            continue
+        return path
+    return None
+
+
+def list_conversations(base: Path) -> list[ConversationInfo]:
+    return [describe(path) for path in journals(base)]
+
+
+def describe(path: Path) -> ConversationInfo:
+    try:
+        events = read_events(path)
+    except (JournalCorrupt, OSError, UnicodeDecodeError):
+        return ConversationInfo(path, path.stat().st_mtime, f"{path.parent.name} (damaged, cannot be read)", 0, False)
+    started = next((float(e["time"]) for e in events if "time" in e), path.stat().st_mtime)
+    first = next((str(e["text"]) for e in events if e.get("type") == "user/message"), "")
+    title = first if len(first) <= TITLE_CHARS else first[: TITLE_CHARS - 1].rstrip() + "…"
+    turns = sum(1 for e in events if e.get("type") == "turn/start")
+    return ConversationInfo(path, started, title or "(nothing said yet)", turns)
+
+
+def bubbles_of(events: Sequence[Mapping[str, Any]]) -> list[Bubble]:
+    """The transcript a journal holds, settled: heard words only (the unheard rest was never kept)."""
+    bubbles: list[Bubble] = []
+    sources: dict[int, str] = {}
+    crashed = set(open_turn_ids(events))
+    for event in events:
+        kind, turn = event.get("type"), event.get("turn")
+        if not isinstance(turn, int):
+            continue
+        at = float(event.get("time", 0.0))
+        if kind == "turn/start":
+            sources[turn] = str(event.get("source", "text"))
+        elif kind == "user/message":
+            bubbles.append(_user(turn, sources.get(turn, "text"), str(event["text"]), at))
+        elif kind == "assistant/message":
+            bubbles.append(_assistant(event, turn, at))
+        elif kind == "turn/end":
+            _ended(bubbles, turn, event, at)
+    for turn in crashed:
+        _note_unanswered(bubbles, turn, CLOSED)
+    return bubbles
+
+
+def _user(turn: int, source: str, text: str, at: float) -> Bubble:
+    return Bubble("user", turn, source=source, text=text, settled=True, at=at)
+
+
+def _assistant(event: Mapping[str, Any], turn: int, at: float) -> Bubble:
+    text = str(event.get("text", ""))
+    interrupted = bool(event.get("interrupted"))
+    bubble = Bubble("assistant", turn, int(event.get("step", 1)), text=text, heard=text, settled=True, at=at)
+    bubble.interrupted = interrupted
+    if interrupted:
+        bubble.note = "Interrupted here: the rest was never heard, so it was not kept"
+    return bubble
+
+
+def _ended(bubbles: list[Bubble], turn: int, event: Mapping[str, Any], at: float) -> None:
+    if any(b.role == "assistant" and b.turn == turn for b in bubbles):
+        return
+    failure = event.get("failure")
+    if isinstance(failure, Mapping) and failure.get("code"):
+        bubble = Bubble("assistant", turn, 1, heard="", settled=True, failed=True, at=at)
+        bubble.note = f"Failed: {failure_reason(_failure(failure))}"
+        bubbles.append(bubble)
+    elif event.get("outcome") == "aborted":
+        note = CLOSED if event.get("recovered") else "Stopped before anything was heard"
+        _note_unanswered(bubbles, turn, note, at)
+
+
+def _failure(fields: Mapping[str, Any]) -> LlmFailure:
+    after = fields.get("retry_after_ms")
+    code = str(fields["code"])
+    return LlmFailure(
+        str(fields.get("message", "")),
+        FailureCode(code) if code in FailureCode.__members__ else FailureCode.INTERNAL,
+        provider_retry_after_ms=int(after) if isinstance(after, int | float) else None,
+    )
+
+
+def _note_unanswered(bubbles: list[Bubble], turn: int, note: str, at: float = 0.0) -> None:
+    if any(b.role == "assistant" and b.turn == turn for b in bubbles):
+        return
+    bubbles.append(Bubble("assistant", turn, 1, heard="", settled=True, interrupted=True, note=note, at=at))
+
+
+def plain_text(bubbles: Iterable[Bubble]) -> str:
+    """The conversation as plain text, for the clipboard: who said what, and where a reply was cut."""
+    lines = []
+    for bubble in bubbles:
+        if bubble.role == "user":
+            lines.append(f"You: {bubble.text}")
+            continue
+        heard = bubble.heard if bubble.heard is not None else bubble.text
+        if heard:
+            lines.append(f"Parley: {heard}{' [interrupted]' if bubble.interrupted else ''}")
+        elif bubble.note:
+            lines.append(f"Parley: ({bubble.note})")
+    return "\n\n".join(lines) + ("\n" if lines else "")
