@@ -185,7 +185,7 @@ def _timeline(stage: Stage) -> dict[str, Any]:
     origin = sink.recording_start
     turns = {
         str(turn): {
-            "first_audio_s": round(at - origin, 4),
+            "first_audio_s": round((stage.binding.first_heard(turn) or at) - origin, 4),
             "silent_s": _offset(stage.binding.ears.silent_at.get(turn), origin),
         }
         for turn, at in stage.binding.metrics.first_audible.items()

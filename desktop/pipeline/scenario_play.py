@@ -85,11 +85,15 @@ async def _when(stage: Stage, say: Say, previous: float) -> tuple[float, str | N
 
 
 def _audible_or_ended(stage: Stage, turn: int) -> float | None:
-    """When the reply of `turn` became audible; else now, if the turn has ended without a sound."""
+    """When the reply of `turn` became audible (by the speaker's own clock: a starved output plays late); else
+    now, if the turn has ended without a sound."""
     metrics = stage.binding.metrics
-    if turn in metrics.first_audible:
-        return metrics.first_audible[turn]
-    return stage.clock.now() if turn in metrics.ended else None
+    heard = stage.binding.first_heard(turn)
+    if heard is not None:
+        return heard
+    if turn in metrics.first_audible and turn not in metrics.ended:
+        return None  # queued, not yet played
+    return metrics.first_audible.get(turn) or (stage.clock.now() if turn in metrics.ended else None)
 
 
 async def _turn_since(stage: Stage, since: float) -> int | None:

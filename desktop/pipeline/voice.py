@@ -88,6 +88,7 @@ class Binding:
     conversation: Conversation
     ears: Ears
     metrics: SessionMetrics
+    first_heard: Callable[[int], float | None]  # when a turn's reply was first audible, by the device's clock
 
 
 def level_of(samples: np.ndarray) -> float:
@@ -126,7 +127,7 @@ class VoicePipeline:
         self.detector = BargeInDetector(
             devices.sink, clock, min_speech_ms=audio.min_speech_ms, resolve_window_ms=audio.false_interruption_window_ms
         )
-        output = VoiceOutput(synthesizer, devices.sink, clock, on_first_audio=self._first_audio)
+        self._output = output = VoiceOutput(synthesizer, devices.sink, clock, on_first_audio=self._first_audio)
         self.speech = FallbackSpeech(output, SilentSpeech(clock, ms_per_word=SIMULATED_MS_PER_WORD), self._speaks)
         self.listener: Listener | None = None
         self.loaded = anyio.Event()  # the speech models loaded (or failed to)
@@ -196,7 +197,7 @@ class VoicePipeline:
             on_utterance=metrics.utterance,
             resume_false_interruptions=self.audio.false_interruption_resume,
         ) as ears:
-            self._binding = binding = Binding(conversation, ears, metrics)
+            self._binding = binding = Binding(conversation, ears, metrics, self._output.first_heard_at)
             try:
                 yield binding
             finally:
@@ -266,11 +267,13 @@ class VoicePipeline:
         if self.unheard is None:
             await self._open_microphone()
 
-    def _echo_canceller(self) -> EchoCanceller:
-        """WebRTC AEC on what the speaker plays, where sound can travel from the speaker to the microphone."""
-        wanted = self.audio.echo_cancellation and self.devices.acoustic and self._speaker_on
+    def _echo_canceller(self) -> EchoCanceller | None:
+        """WebRTC AEC on what the speaker plays, where sound can travel from the speaker to the microphone (none
+        with a headset or without a speaker: no echo to guard against, so no echo guards either)."""
+        if not (self.devices.acoustic and self._speaker_on):
+            return None
         try:
-            return EchoCanceller(self.devices.sink.tap(), enabled=wanted)
+            return EchoCanceller(self.devices.sink.tap(), enabled=self.audio.echo_cancellation)
         except EchoCancellerUnavailable:  # the listener reports the protection lost (push-to-talk only)
             return EchoCanceller(None, enabled=False)
 

@@ -56,6 +56,7 @@ class VoiceOutput:
         self._on_first_audio = on_first_audio
         self._turns: dict[int, _Turn] = {}
         self._history: collections.deque[TimedWord] = collections.deque()  # words of released turns
+        self._first_heard: dict[int, float] = {}  # of released turns
         self._ids = itertools.count(1)
 
     async def say(self, key: SpeechKey, text: str, signal: CancelSignal) -> None:
@@ -98,10 +99,23 @@ class VoiceOutput:
         )
 
     def release(self, turn: int) -> None:
+        first = self.first_heard_at(turn)
         state = self._turns.pop(turn, None)
         if state is not None:
             self._history.extend(self._played(turn, state))  # its echo may still be heard after the turn
+        if first is not None:
+            self._first_heard[turn] = first
         self._sink.release(turn)
+
+    def first_heard_at(self, turn: int) -> float | None:
+        """When the turn's first sample was (or, rendered already, will be) audible, by the device's own clock:
+        later than queueing + latency when the output was late. None until it has been rendered."""
+        if turn in self._first_heard:
+            return self._first_heard[turn]
+        state = self._turns.get(turn)
+        if state is None or not state.spoken:
+            return None
+        return self._sink.audible_at(turn, state.spoken[0].segment, 0.0)
 
     def played_words(self, since: float) -> list[TimedWord]:
         """Every word whose audio started being audible at `since` or later (clock seconds), in order: what

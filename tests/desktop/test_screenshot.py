@@ -65,7 +65,8 @@ def test_the_window_renders_a_real_conversation_with_an_interrupted_reply(displa
     (journal,) = tmp_path.glob("*/journal.jsonl")
     events = read_events(journal)
     assert [e["source"] for e in events if e["type"] == "turn/start"] == ["voice", "voice"]
-    assert [e["type"] for e in events if e["type"].startswith("barge_in/")][:2] == [
+    decided = ("barge_in/detected", "barge_in/confirmed")  # (an onset pause may come first: it only pauses)
+    assert [e["type"] for e in events if e["type"] in decided][:2] == [
         "barge_in/detected",
         "barge_in/confirmed",
     ]
