@@ -227,6 +227,7 @@ class Recorder:
         return np.frombuffer(data[: len(data) // 4 * 4], dtype=np.float32).copy()
 
 
-def play_into(sink: str, wav: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(["paplay", f"--device={sink}", "--latency-msec=10", str(wav)],
+def play_into(sink: str, wav: Path, latency_ms: int = 10) -> subprocess.Popen[bytes]:
+    """A short buffer keeps onsets exact; a long one keeps a loaded machine from starving paplay (a gap of silence)."""
+    return subprocess.Popen(["paplay", f"--device={sink}", f"--latency-msec={latency_ms}", str(wav)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip

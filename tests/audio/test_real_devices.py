@@ -40,7 +40,7 @@ async def test_a_wav_played_into_the_wire_is_captured_faithfully(
     task = asyncio.create_task(collect())
     try:
         await _poll(lambda: len(frames) >= 5, 5, "the microphone to deliver")
-        player = pulse_kit.play_into(pulse_kit.MICWIRE, ASSISTANT_WAV)
+        player = pulse_kit.play_into(pulse_kit.MICWIRE, ASSISTANT_WAV, latency_ms=250)
         await asyncio.to_thread(player.wait, 30)
         settled = len(frames)
         await _poll(lambda: len(frames) >= settled + 15, 5, "the tail of the capture")
@@ -53,6 +53,7 @@ async def test_a_wav_played_into_the_wire_is_captured_faithfully(
     assert positions == sorted(positions)
     assert all(np.diff([f.at for f in frames]) > 0)
     assert mic.dropped == 0
+    assert mic.overflows == 0
 
 
 async def test_b_stop_silences_the_speaker_and_reports_what_was_heard(pulse: pulse_kit.Pulse) -> None:
