@@ -10,7 +10,7 @@ import threading
 import numpy as np
 import pytest
 
-from adapters.contract.cancel import CancelSignal, User
+from adapters.contract.cancel import CancelSignal
 from adapters.contract.pcm import resample, to_mono_float32
 from adapters.contract.speech_io import ASR_SAMPLE_RATE
 from adapters.contract.workers import Worker
