@@ -110,12 +110,14 @@ class IncrementalTranscriber:
                 self._wake.clear()
                 if self._ended or signal.cancelled:
                     return
-                if self._length - self._covered < self._min_new or self._tail_is_quiet():
+                if not self._worth_a_pass():
                     continue  # too little new sound to change the result; wait for more
                 started = self._clock.now()
                 async with self._pass_lock:
                     if self._ended:
                         return
+                    if not self._worth_a_pass():
+                        continue  # a speculative pass got the lock first and covered it
                     await self._transcribe(signal)
                 await self._rest(started + self._interval_s - self._clock.now())
         finally:
@@ -140,6 +142,9 @@ class IncrementalTranscriber:
                 self.reused_final = True
                 return latest
             return await self._transcribe(signal)
+
+    def _worth_a_pass(self) -> bool:
+        return self._length - self._covered >= self._min_new and not self._tail_is_quiet()
 
     def _reaches(self, since: float) -> bool:
         return self._covered_until is not None and self._covered_until >= since and self._tail_is_quiet()
