@@ -108,7 +108,7 @@ async def evaluate_turns(
         out.asr_ms += sim.asr_ms
         silero.reset()
         hangover_vad = Vad(VadConfig(vad_threshold, min_silence_ms=HANGOVER_MS), silero)
-        baseline = await _hangover(hangover_vad, audio, hear, delays.asr_ms)
+        baseline = await hangover(hangover_vad, audio, hear, delays.asr_ms)
         out.clips.append(_clip_turns(clip, sim, baseline))
     return out
 
@@ -119,7 +119,7 @@ class _Hangover:
     text_ready: float | None  # when a Whisper pass started at the last report would deliver
 
 
-async def _hangover(vad: Vad, audio: Samples, hear: Hear | None, asr_ms: float | None) -> _Hangover:
+async def hangover(vad: Vad, audio: Samples, hear: Hear | None, asr_ms: float | None) -> _Hangover:
     """A fixed-hangover VAD: when it reports each end of speech, and the words of the last utterance after it."""
     ends, start = [], 0.0
     for offset in range(0, len(audio) - FRAME + 1, FRAME):

@@ -322,7 +322,7 @@ class VoicePipeline:
         try:
             from adapters.turn.smart_turn import SmartTurn
 
-            model = SmartTurn()
+            model = await run_blocking(SmartTurn)  # finding the file scans the wheel's file list
             await model.preload(CancelSignal())
         except ModelError as error:
             log.warning("no end-of-turn model, the words and the silence decide: %s", error)
