@@ -101,12 +101,12 @@ class Conversation:
             fields["turn"] = self._live.id
         self.parts.journal.append(type_, **fields)
 
-    def speculate(self, text: str) -> Speculation | None:
-        """Have the model read the request the next turn would send with `text` (engine.speculation); None when
-        that gains nothing, or a turn is live or waiting."""
+    def speculate(self, text: str, *, ahead: bool = False) -> Speculation | None:
+        """Have the model read the request the next turn would send with `text`, and with `ahead` begin its reply
+        (engine.speculation); None when that gains nothing, or a turn is live or waiting."""
         if self._live is not None or len(self.inbox):
             return None
-        return self.speculator.start(text)
+        return self.speculator.start(text, ahead=ahead)
 
     def add_metrics(self, turn: int, **values: float) -> None:
         """Measurements made outside the engine (audio timing) for the live turn's `metrics/turn`."""
@@ -215,6 +215,7 @@ class Conversation:
             p.rng,
             self.gate.publish,
             self._set_state,
+            self.speculator.claim,
         )
 
     def _quiesced(self, turn: Turn, record: TurnRecord) -> None:

@@ -7,6 +7,9 @@ follows the decision at once. A remote provider is sent nothing unless the user 
 then a one-token request warms the provider's prompt cache, journalled as `llm/prefill` (what is sent to a provider
 is always on the record), and costs what any request costs.
 
+Once the embedded model has read the prompt it generates the reply's first words ahead (engine.ahead): a turn
+decided on the same words takes them as its first attempt's stream.
+
 A speculation is not a turn: it writes no turn event and is never in the history. It is owned like any other work:
 its task lives in the speculator's group, a newer one or the user going on drops it (what it read stays in the
 prefix cache for the next one), a turn waits for it to end
@@ -17,15 +20,16 @@ returning. It never starts while a turn is live.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 import anyio
 
-from adapters.contract import CancelSignal, GenerateOptions, Hook, LlmAdapter, LlmError
+from adapters.contract import CancelSignal, GenerateOptions, Hook, LlmAdapter, LlmError, StreamChunk
 from adapters.contract.tasks import Tasks, open_tasks
+from engine.ahead import Ahead
 from engine.clock import Clock
 from engine.journal import Event, Journal
 from engine.prompt import PromptBuilder
@@ -49,10 +53,13 @@ class Speculation:
     """One speculative prefill: the words it was started on, its own signal, and when it ended."""
 
     text: str
+    generate_ahead: bool = False  # once read, begin the reply (engine.ahead)
     signal: CancelSignal = field(default_factory=CancelSignal)
     ended: anyio.Event = field(default_factory=anyio.Event)
+    read_done: anyio.Event = field(default_factory=anyio.Event)  # reading the prompt is over (read, or not)
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     read: bool = False  # the model finished reading the prompt
+    ahead: Ahead | None = None  # the reply generated ahead, once read
 
     def drop(self) -> None:
         """The user went on (or the turn differs): stop it; `ended` is set once its work has returned."""
@@ -98,13 +105,13 @@ class Speculator:
                 self._tasks = None
                 self.drop()
 
-    def start(self, text: str) -> Speculation | None:
-        """Read the next turn's request for `text`; None when it would gain nothing or is not running. Empty `text`
-        reads the part that does not depend on the words (system prompt and history: most of it) while the user
-        is still speaking; only a model that prefills does that."""
+    def start(self, text: str, *, ahead: bool = False) -> Speculation | None:
+        """Read the next turn's request for `text` (and with `ahead`, begin its reply); None when it would gain
+        nothing or is not running. Empty `text` reads the part that does not depend on the words (system prompt
+        and history: most of it) while the user is still speaking; only a model that prefills does that."""
         if self._tasks is None or not self.useful or (not text.strip() and not isinstance(self._parts.llm, Prefills)):
             return None
-        previous, spec = self.current, Speculation(text)
+        previous, spec = self.current, Speculation(text, generate_ahead=ahead)
         if previous is not None:
             previous.drop()
         self.current = self._last = spec
@@ -116,21 +123,49 @@ class Speculator:
     def drop(self) -> None:
         if self.current is not None:
             self.current.drop()
+            if self.current.ended.is_set():
+                self.current = None
 
     async def settle(self, text: str, metrics: dict[str, float]) -> None:
         """Before a turn sends: keep a speculation on the same words (wait for it to finish reading, it is the same
-        work the request would do), drop any other, and wait until it has ended. `metrics` get `prefilled` (1: the
-        model had read this very request) and `prefill_wait_ms`."""
+        work the request would do; its reply generated ahead waits for `claim`), drop any other and wait until it
+        has ended. `metrics` get `prefilled` (1: the model had read this very request) and `prefill_wait_ms`."""
         spec, last, self._last = self.current, self._last, None
         if spec is not None:
-            if spec.text != text:
-                spec.drop()
             started = self._parts.clock.now()
-            await spec.ended.wait()
             if spec.text == text:
+                await spec.read_done.wait()
                 metrics["prefill_wait_ms"] = round((self._parts.clock.now() - started) * 1000, 1)
+            else:
+                spec.drop()
+                await spec.ended.wait()
         if last is not None and last.text == text:
             metrics["prefilled"] = float(last.read)
+
+    async def claim(self, options: GenerateOptions, signal: CancelSignal) -> AsyncGenerator[StreamChunk, None] | None:
+        """The turn's first request: the reply generated ahead for exactly `options`, followed from where it is, and
+        cancelled with `signal`; None (after any speculation has ended) when there is none."""
+        spec = self.current
+        if spec is None:
+            return None
+        ahead = spec.ahead
+        if ahead is None or ahead.claimed or ahead.options != options:
+            spec.drop()
+            await spec.ended.wait()
+            return None
+        return self._follow(spec, ahead, signal.on_cancel(lambda _cause: spec.drop()))
+
+    async def _follow(
+        self, spec: Speculation, ahead: Ahead, unlink: Callable[[], None]
+    ) -> AsyncGenerator[StreamChunk, None]:
+        try:
+            async for chunk in ahead.follow():
+                yield chunk
+        finally:
+            unlink()
+            spec.drop()  # a no-op once the generation ended; else it stops within a token
+            with anyio.CancelScope(shield=True):  # the turn is quiescent only once the generation's thread is
+                await spec.ended.wait()
 
     async def cancel(self) -> None:
         """Drop the speculation under way and wait until its work has ended."""
@@ -138,6 +173,8 @@ class Speculator:
         if spec is not None:
             spec.drop()
             await spec.ended.wait()
+            if self.current is spec:
+                self.current = None
 
     async def _run(self, spec: Speculation, previous: Speculation | None, events: list[Event]) -> None:
         try:
@@ -146,8 +183,10 @@ class Speculator:
                     await previous.ended.wait()
                 await self._read(spec, events)
         finally:
+            spec.read_done.set()
             spec.ended.set()
-            if self.current is spec:
+            kept = spec.ahead is not None and not spec.ahead.claimed and not spec.signal.cancelled
+            if self.current is spec and not kept:  # a whole reply generated ahead waits for its turn
                 self.current = None
 
     async def _read(self, spec: Speculation, events: list[Event]) -> None:
@@ -165,6 +204,10 @@ class Speculator:
             log.info("speculative prefill failed (%s); the turn will read its prompt itself", error.failure.code)
             return
         spec.read = not spec.signal.cancelled
+        if spec.read and spec.generate_ahead and spec.text.strip() and isinstance(parts.llm, Prefills):
+            spec.ahead = Ahead(options)
+            spec.read_done.set()
+            await spec.ahead.pull(parts.llm, spec.signal)
 
     def _next_events(self, text: str) -> list[Event]:
         """The journal as it will be once the next turn has started on `text`: what its request is built from."""

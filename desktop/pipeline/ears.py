@@ -1,10 +1,9 @@
 """The listening half: cleaned microphone audio → utterances → transcripts → the conversation, with barge-in.
 
-The end of a turn is decided by evidence (audio.endpoint): the VAD reports a short pause, and that opens the
-question. On each pause the end-of-turn model hears the audio, the speculative final pass transcribes it and, once
-its words are in, the conversation prefills the request they would make; the policy decides from the words, the
-model and the silence. If the user goes on, that work is dropped; when the turn is decided, its text is the final
-pass already made. Push-to-talk ends an utterance at the release instead.
+The end of a hands-free turn is decided by evidence (desktop/pipeline/turn_end.py over audio.endpoint): a short
+pause opens the question, the end-of-turn model, the speculative final pass and the silence answer it; the
+turn's text is the final pass already made. While the user speaks, the conversation reads the request their
+words so far would make (engine.speculation). Push-to-talk ends an utterance at the release instead.
 
 A barge-in pauses the reply at once (the detector does that); the utterance's own incremental transcript then
 decides: words cancel the turn (keeping the inbox, so the interruption is the next input), no words resume the
@@ -23,12 +22,12 @@ from adapters.asr.incremental import IncrementalTranscriber
 from adapters.contract import Disposed, User
 from adapters.contract.speech_io import Transcriber, Transcript
 from adapters.contract.tasks import ErrorHandler, Tasks, open_tasks
-from adapters.contract.turn import EndOfTurnModel
 from audio.bargein import BargeInDetector
-from audio.endpoint import CheckTurn, Decision, EndpointPolicy, TurnEnded, TurnResumed
+from audio.endpoint import EndpointPolicy, TurnEnded
 from audio.events import BargeIn, BargeInConfirmed, CaptureFailed, FalseBargeInResumed, SpeechEnded, SpeechStarted
 from audio.ports import AudioSink, Frame
-from desktop.pipeline.utterance import FILLERS, MODEL, WORDS, Pause, TurnTaking, Utterance, says_something
+from desktop.pipeline.turn_end import TurnEnd
+from desktop.pipeline.utterance import FILLERS, TurnTaking, Utterance, says_something
 from engine.clock import Clock
 from engine.conversation import Conversation
 from engine.events import State, StateChanged
@@ -64,7 +63,6 @@ class Ears:
         self._detector = detector
         self._sink = sink
         self._clock = clock
-        self._turn_taking = turn_taking
         self._on_utterance = on_utterance
         self._resume = resume_false_interruptions
         self._preroll: collections.deque[Frame] = collections.deque()
@@ -74,6 +72,7 @@ class Ears:
         self.stop_ms: dict[int, float] = {}
         self.silent_at: dict[int, float] = {}  # when each interrupted turn's output went silent (clock)
         self.decisions: collections.deque[TurnEnded] = collections.deque(maxlen=DECISIONS_KEPT)  # the latest, in order
+        self._turn_end = TurnEnd(conversation, clock, turn_taking, self._own, self._decided)
         self._unsubscribe = conversation.subscribe(self._on_engine_event)
 
     def on_audio(self, frame: Frame) -> None:
@@ -86,7 +85,7 @@ class Ears:
     def on_event(self, event: object) -> None:
         current = self._current
         if isinstance(event, SpeechStarted | SpeechEnded) and current is not None and current.policy is not None:
-            self._apply(current, current.policy.on_vad(event))
+            self._turn_end.on_vad(current, event)
         elif isinstance(event, SpeechStarted) and current is None:
             self._begin(event.at)
         elif isinstance(event, BargeIn):
@@ -125,9 +124,8 @@ class Ears:
     # An utterance from onset to its end
 
     def _begin(self, at: float, *, push_to_talk: bool = False) -> None:
-        taking = self._turn_taking()
-        policy = None if push_to_talk else EndpointPolicy(self._clock, taking.config)
-        transcript = IncrementalTranscriber(self._transcriber, self._clock, on_partial=lambda t: self._partial(t))
+        policy = None if push_to_talk else EndpointPolicy(self._clock, self._turn_end.config())
+        transcript = IncrementalTranscriber(self._transcriber, self._clock, on_partial=self._partial)
         utterance = Utterance(at, transcript, policy)
         for frame in self._preroll:
             utterance.transcript.append(frame.samples, frame.end)
@@ -135,9 +133,7 @@ class Ears:
         self._conversation.set_input_state(State.LISTENING)
         self._conversation.speculate("")  # the system prompt and the history, while the user speaks
         self._own(utterance.transcript.run, utterance.signal, name="asr-partials")
-        if policy is not None:
-            policy.on_vad(SpeechStarted(at))
-            self._own(self._watch, utterance, taking, name="end-of-turn")
+        self._turn_end.start(utterance)
 
     def _partial(self, transcript: Transcript) -> None:
         """While the user speaks, the model reads their words so far: at the pause little is left to read."""
@@ -152,62 +148,11 @@ class Ears:
         utterance.poke()
         self._own(self._finish, utterance, at, None, name="asr-final")
 
-    async def _watch(self, utterance: Utterance, taking: TurnTaking) -> None:
-        """The policy's clock: tick at each deadline it names, until the turn is decided."""
-        policy = utterance.policy
-        while not utterance.over and policy is not None and utterance.policy is policy:
-            await utterance.wait(policy.deadline(), self._clock.sleep, self._clock.now())
-            if not utterance.over and utterance.policy is policy:
-                self._apply(utterance, policy.tick())
-
-    def _apply(self, utterance: Utterance, decisions: list[Decision]) -> None:
-        for decision in decisions:
-            if utterance.over:
-                break
-            if isinstance(decision, CheckTurn):
-                self._check(utterance, decision)
-            elif isinstance(decision, TurnResumed):
-                utterance.drop_pause()
-            else:
-                self._decided(utterance, decision)
-        utterance.poke()
-
-    def _check(self, utterance: Utterance, check: CheckTurn) -> None:
-        """Ask the model about the audio so far; on a new pause, also start the speculative final pass."""
-        pause = utterance.pause
-        if pause is None or pause.number != check.pause:
-            utterance.drop_pause()
-            pause = utterance.pause = Pause(check.pause, check.silence_from)
-            self._own(pause.run, WORDS, self._speculate, utterance, pause, name="speculative-asr")
-        model = self._turn_taking().model
-        if model is not None:
-            self._own(pause.run, MODEL, self._ask_model, utterance, pause, model, name="end-of-turn-model")
-
-    async def _ask_model(self, utterance: Utterance, pause: Pause, model: EndOfTurnModel) -> None:
-        probability = await model.predict(utterance.transcript.audio(), pause.signal)
-        if utterance.policy is not None:
-            self._apply(utterance, utterance.policy.model_said(pause.number, probability))
-
-    async def _speculate(self, utterance: Utterance, pause: Pause) -> None:
-        """The final pass at the pause, and a prefill of the request its words would make."""
-        started = self._clock.now()
-        words = await utterance.transcript.speculate(pause.signal, pause.since)
-        pause.words, pause.words_at = words, self._clock.now()
-        pause.asr_ms = round((pause.words_at - started) * 1000, 1)
-        if says_something(words) and not utterance.over:
-            pause.speculation = self._conversation.speculate(words.text)
-        if utterance.policy is not None:
-            until = utterance.transcript.covered_until or pause.words_at
-            self._apply(utterance, utterance.policy.heard(words.text if says_something(words) else "", until))
-
     def _decided(self, utterance: Utterance, ended: TurnEnded) -> None:
+        """The policy ended the turn: the utterance's final transcript (the pause's pass) goes to the conversation."""
         self.decisions.append(ended)
         if self._current is utterance:
             self._current = None
-        utterance.over = True
-        utterance.poke()
-        if utterance.pause is not None:
-            utterance.pause.cancel(MODEL)  # its answer no longer matters; the final pass and the prefill go on
         self._own(self._finish, utterance, ended.speech_ended_at, ended, name="turn-decided")
 
     async def _finish(self, utterance: Utterance, end_at: float, ended: TurnEnded | None) -> None:
