@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from desktop.bench.rows import Measured
 from desktop.bench.scenarios import Run, aborted_metric, metric
 from desktop.bench.sessions import BARGE_IN_AFTER_S, SPOKEN_EVERY
-from desktop.bench.soak import WARMUP_CYCLES, Soak
+from desktop.bench.soak import POOL_IDLE_S, WARMUP_CYCLES, Soak
 from desktop.bench.table import machine, percentile
 from desktop.bench.turn_runs import split_texts
 from desktop.config import Config
@@ -34,7 +34,9 @@ def footnotes(m: Measured) -> list[str]:
         "asr_rtf: Whisper tiny.en (int8, 2 threads) on the 5 fixture utterances; tts_rtf: Piper per sentence; "
         "llm: SmolLM2 via llama.cpp, default system prompt + a question (its prefix cached after the first call).",
         "idle_cpu_pct: time.process_time of the whole process per 0.5 s while a fixture session listens in real "
-        "time to a silent mic with AEC on (20 ms frames through AEC + VAD, the sink rendering 10 ms blocks).",
+        "time to a silent mic with AEC on (20 ms frames through AEC + VAD, the sink rendering 10 ms blocks, the "
+        "loudspeaker rig simulating the echo path of the silence it plays); idle_cpu_pct_headset: the same session "
+        "without the loudspeaker rig and canceller. The VAD's energy gate keeps Silero off in a silent room.",
         _soak_note(m.soak, m.plan_soak),
     ]
     if m.self_described:
@@ -153,7 +155,9 @@ def _soak_note(soak: Soak | None, cycles: int) -> str:
         "preloaded models: a typed question → the reply's first audio (SmolLM2 + Piper) → "
         f"{BARGE_IN_AFTER_S:g} s later a push-to-talk barge-in (every {SPOKEN_EVERY}th cycle the spoken "
         "'stop, what time is it' through VAD + Whisper instead) → the turn aborted and quiescent → the session "
-        "closed. Counts from /proc/self after gc.collect(); p50/p95 over the per-cycle deltas, met on the final one."
+        "closed. Counts from /proc/self after gc.collect(); p50/p95 over the per-cycle deltas, met on the final one "
+        f"(the first and last counts are taken {POOL_IDLE_S:g} s after the work, once anyio's idle worker threads "
+        "have ended: the pool's size is not a leak)."
     )
     if soak is None or not soak.cycles:
         return head

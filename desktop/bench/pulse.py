@@ -32,7 +32,7 @@ from audio.ports import Frame
 from desktop.assets import fixture
 from desktop.bench.http_provider import source_tree_on_path
 from desktop.bench.scenarios import Heard, heard_of
-from desktop.bench.sessions import QUESTION, Models
+from desktop.bench.sessions import IDLE_WARM_S, IDLE_WINDOW_S, QUESTION, Models
 from desktop.bench.signals import offset_s, onset_s, silent_from_s
 from desktop.pipeline.devices import Devices
 from desktop.pipeline.ears import Ears
@@ -48,6 +48,7 @@ TALK_OVER_AFTER_S = 2.0
 SETTLE_S = 0.5
 TIMEOUT_S = 60.0
 SPOKEN = ("whats_the_weather.wav", "tell_a_story.wav")  # a question and a statement, in turn
+IDLE_S = 5.0
 
 
 class PulseUnavailable(Exception):
@@ -60,6 +61,7 @@ class PulseRuns:
     heard: list[Heard]
     ttfa_ms: list[float]
     ttfa_metrics: list[dict[str, Any]]  # each spoken turn's metrics/turn
+    idle_cpu: list[float]  # % of one core per window while listening to a silent room
 
 
 @dataclass
@@ -87,6 +89,8 @@ async def pulse_barge_ins(models: Models, root: Path, reps: int, progress: Any) 
             stops += [stop] if stop is not None else []
             heard += [words] if words is not None else []
             progress(f"pulse barge-in {n + 1}/{reps}")
+        idle = await _idle(models, root / "pulse_idle", IDLE_S)
+        progress("pulse idle listening")
         for n in range(2 * reps):
             took, turn = await _spoken(kit, models, root / f"pulse_ttfa{n}", SPOKEN[n % len(SPOKEN)])
             ttfa += [took] if took is not None else []
@@ -94,7 +98,7 @@ async def pulse_barge_ins(models: Models, root: Path, reps: int, progress: Any) 
             progress(f"pulse spoken turn {n + 1}/{2 * reps}")
     finally:
         kit.stop(server)
-    return PulseRuns(stops, heard, ttfa, metrics)
+    return PulseRuns(stops, heard, ttfa, metrics, idle)
 
 
 def _kit() -> ModuleType:
@@ -124,6 +128,18 @@ async def _one(kit: Any, models: Models, out: Path) -> tuple[float | None, Heard
     finally:
         recording = await run_blocking(recorder.finish)
     return await _measure(models, recording, out, turn, (first, paused), onset)
+
+
+async def _idle(models: Models, out: Path, seconds: float) -> list[float]:
+    """% of one core this process uses per window while the pipeline listens on the real devices to silence."""
+    async with _rig(models, out):
+        await asyncio.sleep(IDLE_WARM_S)
+        samples = []
+        for _ in range(max(1, round(seconds / IDLE_WINDOW_S))):
+            cpu, wall = time.process_time(), time.perf_counter()
+            await asyncio.sleep(IDLE_WINDOW_S)
+            samples.append(round(100 * (time.process_time() - cpu) / (time.perf_counter() - wall), 2))
+    return samples
 
 
 async def _spoken(kit: Any, models: Models, out: Path, wav: str) -> tuple[float | None, dict[str, Any] | None]:

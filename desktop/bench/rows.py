@@ -14,7 +14,7 @@ from desktop.bench.turn_runs import ClipRun, cutoff_rows
 
 STOP, QUIESCE = Target("p95", 120), Target("p95", 150)
 TTFA = (Target("p50", 500), Target("p95", 800))
-NONE_EVER, HEARD = Target("max", 0), Target("max", 1)
+NONE_EVER, HEARD, IDLE = Target("max", 0), Target("max", 1), Target("p50", 5)
 NO_GROWTH, RSS_GROWTH = Target("final", 0), Target("final", 20)
 
 
@@ -26,6 +26,7 @@ class Measured:
     asr_rtf: list[float] = field(default_factory=list)
     tts_rtf: list[float] = field(default_factory=list)
     idle_cpu: list[float] = field(default_factory=list)
+    idle_cpu_headset: list[float] = field(default_factory=list)
     barge_in: list[Run] = field(default_factory=list)
     echo: list[Run] = field(default_factory=list)
     heard: list[Heard] = field(default_factory=list)
@@ -63,7 +64,8 @@ def rows(m: Measured) -> list[Row]:
         row("tts_rtf", m.tts_rtf, None),
         row("llm_ttft_ms", m.llm.ttft_ms, None),
         row("llm_tokens_per_s", m.llm.tokens_per_s, None),
-        row("idle_cpu_pct", m.idle_cpu, Target("p50", 5), note="% of one core"),
+        row("idle_cpu_pct", m.idle_cpu, IDLE, note="% of one core"),
+        row("idle_cpu_pct_headset", m.idle_cpu_headset, None, note="the same without the loudspeaker rig"),
         *_soak_rows(m.soak, m.plan_soak),
         *(_pulse_rows(m.pulse) if m.devices == "pulse" else []),
     ]
@@ -99,11 +101,13 @@ def _pulse_rows(pulse: Any) -> list[Row]:
         reason = pulse or "not run"
         return [
             not_measured("ttfa_ms_pulse", TTFA, reason),
+            not_measured("idle_cpu_pct_pulse", IDLE, reason),
             not_measured("stop_ms_pulse", STOP, reason),
             not_measured("heard_word_error_pulse", HEARD, reason),
         ]
     return [
         row("ttfa_ms_pulse", pulse.ttfa_ms, TTFA, note="spoken question/statement, PulseAudio, real time"),
+        row("idle_cpu_pct_pulse", pulse.idle_cpu, IDLE, note="% of one core, PulseAudio devices, a silent room"),
         row("stop_ms_pulse", pulse.stop_ms, STOP, note="PulseAudio null sinks, real time"),
         row("heard_word_error_pulse", [float(h.error) for h in pulse.heard], HEARD, note="words wrong at the cut"),
     ]

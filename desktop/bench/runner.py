@@ -91,6 +91,7 @@ async def _measure(plan: Plan, devices: str, progress: Callable[[str], None]) ->
         root = Path(tmp)
         await _models(measured, models, llm, plan, progress)
         measured.idle_cpu = await idle_cpu(models, root / "idle", plan.idle_s)
+        measured.idle_cpu_headset = await idle_cpu(models, root / "idle_headset", plan.idle_s, loudspeaker=False)
         progress("idle listening")
         await _scenarios(measured, models, root, plan, progress)
         clips = turn_clips()

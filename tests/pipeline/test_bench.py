@@ -28,6 +28,7 @@ ROWS = (
     "llm_ttft_ms",
     "llm_tokens_per_s",
     "idle_cpu_pct",
+    "idle_cpu_pct_headset",
     "soak_threads_delta",
     "soak_fds_delta",
     "soak_sockets_delta",
