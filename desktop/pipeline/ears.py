@@ -175,15 +175,16 @@ class Ears:
 
     def _metrics(self, utterance: Utterance, ended: TurnEnded | None, started: float) -> dict[str, float]:
         """eot_ms: end of speech → turn decided; asr_final_ms: decided → its text ready; asr_ms: the pass's time."""
-        now = self._clock.now()
-        pause = utterance.pause
-        if ended is None or pause is None or pause.words_at is None or utterance.transcript.passes == 0:
+        now, pause = self._clock.now(), utterance.pause
+        if ended is None:  # push-to-talk: the final pass ran after the release
             return {"asr_ms": round((now - started) * 1000, 1)}
-        return {
+        metrics = {
             "eot_ms": round((ended.at - ended.speech_ended_at) * 1000, 1),
             "asr_final_ms": round(max(0.0, now - ended.at) * 1000, 1),
-            "asr_ms": pause.asr_ms or 0.0,
         }
+        if pause is not None and pause.asr_ms is not None:
+            metrics["asr_ms"] = pause.asr_ms
+        return metrics
 
     # Barge-in
 
