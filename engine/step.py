@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from adapters.contract import (
+    CancelSignal,
     Finish,
     GenerateOptions,
     LlmAdapter,
     LlmError,
     LlmFailure,
+    StreamChunk,
     TextDelta,
     ToolCall,
     ToolCallDelta,
@@ -30,6 +32,8 @@ from engine.retry import Backoff, Budgets, Fallback, GiveUp, Retry, Spent, TrimH
 from engine.speech import SpeechKey, SpeechOutput
 from engine.tools import ToolRegistry
 from engine.turn import Turn
+
+Claim = Callable[[GenerateOptions, CancelSignal], Awaitable[AsyncGenerator[StreamChunk, None] | None]]
 
 
 class StepFailed(Exception):
@@ -80,6 +84,7 @@ class StepContext:
     rng: random.Random
     publish: Callable[[Any], bool]
     set_state: Callable[[State, BackoffInfo | None], None]
+    claim: Claim | None = None  # the turn's first request, if a speculation generated it ahead (engine.ahead)
 
 
 class _Calls:
@@ -156,8 +161,9 @@ async def _stream(
     calls = _Calls()
     sent_at = ctx.clock.now()
     async with reply_limit(turn, ctx.clock, ctx.budgets.reply_s) as limit:
+        ahead = await _claim(ctx, state, key, options, limit.signal)
         try:
-            async with aclosing(state.adapter.stream(options, limit.signal)) as stream:
+            async with aclosing(ahead or state.adapter.stream(options, limit.signal)) as stream:
                 async for chunk in stream:
                     if isinstance(chunk, Finish):
                         return _finished(record, step, chunk, calls.calls(turn.id, step))
@@ -175,6 +181,15 @@ async def _stream(
     if limit.reached:
         return _limited(record, step, limit.seconds, state.adapter.provider)
     return LlmFailure(f"{state.adapter.provider} ended the stream without a finish", PROTOCOL)
+
+
+async def _claim(
+    ctx: StepContext, state: _Attempt, key: SpeechKey, options: GenerateOptions, signal: CancelSignal
+) -> AsyncGenerator[StreamChunk, None] | None:
+    """The first attempt of a turn's first step may be a reply the model began ahead, on exactly this request."""
+    if ctx.claim is None or key.step != 1 or state.number != 1 or state.adapter is not ctx.llm:
+        return None
+    return await ctx.claim(options, signal)
 
 
 def _finished(record: TurnRecord, step: int, chunk: Finish, calls: tuple[ToolCall, ...]) -> StepResult | LlmFailure:

@@ -34,12 +34,15 @@ def default_models() -> dict[str, Path]:
     from adapters.llm.local import DEFAULT_DISTRIBUTION
     from adapters.llm.models import ModelError, find_in_distribution
     from adapters.tts.piper_voice import DEFAULT_VOICE_PACKAGE, default_voice_path
+    from adapters.turn.smart_turn import DEFAULT_PACKAGE as TURN_PACKAGE
+    from adapters.turn.smart_turn import default_model_path as turn_model_path
 
     try:
         return {
             DEFAULT_MODEL_PACKAGE: default_model_dir(),
             DEFAULT_VOICE_PACKAGE: default_voice_path(),
             DEFAULT_DISTRIBUTION: find_in_distribution(DEFAULT_DISTRIBUTION, "*.gguf"),
+            TURN_PACKAGE: turn_model_path(),  # Smart Turn's ONNX file only: pipecat's code is not bundled
         }
     except ModelError as error:
         raise BuildError(f"cannot bundle the default models: {error}") from None

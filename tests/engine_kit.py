@@ -65,6 +65,7 @@ async def kit(
     autojump: bool = True,
     adapter: LlmAdapter | None = None,
     ms_per_word: float = 300.0,
+    speculative_requests: bool = False,
 ) -> AsyncIterator[Kit]:
     """`adapter` replaces the scripted FakeLlm (e.g. the real HTTP adapter against the fault server)."""
     clock = VirtualClock()
@@ -81,6 +82,7 @@ async def kit(
         prompt=prompt or HistoryPrompt(),
         budgets=budgets or Budgets(),
         rng=random.Random(7),
+        speculative_requests=speculative_requests,
     )
     states: list[State] = []
     events: list[Any] = []

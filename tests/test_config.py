@@ -92,6 +92,10 @@ def test_file_then_environment_then_flags(tmp_path: Path) -> None:
         ("audio = 'loud'\n", "audio = 'loud' must be a table"),
         ("[llm]\nmax_tokens=0\n", "max_tokens = 0 is out of range; give a whole number of tokens"),
         ("[llm]\nmax_reply_s=-5\n", "max_reply_s = -5 is out of range"),
+        ("[audio]\nstatement_wait_ms=-1\n", "statement_wait_ms = -1 is out of range; give a whole number of millis"),
+        ("[audio]\nmax_turn_wait_ms=100\n", "max_turn_wait_ms = 100 is out of range; give a whole number of millis"),
+        ("[audio]\nturn_model='perhaps'\n", "turn_model: expected bool"),
+        ("[llm]\nspeculative_requests=2\n", "speculative_requests: expected bool"),
     ],
 )
 def test_a_malformed_config_is_one_line_naming_the_problem(tmp_path: Path, text: str, needle: str) -> None:
@@ -133,3 +137,13 @@ def test_reply_limits_are_configurable(tmp_path: Path) -> None:
 def test_the_summary_redacts_credentials_in_the_base_url(tmp_path: Path) -> None:
     path = _write(tmp_path, '[llm]\nprovider = "openai"\nbase_url = "https://me:pw@h/v1?api-key=k1&x=1"\n')
     assert load(path, env={}).summary()["llm_base_url"] == "https://[redacted]@h/v1?api-key=[redacted]&x=1"
+
+
+def test_the_end_of_turn_keys_and_the_speculative_opt_in_are_read_and_recorded(tmp_path: Path) -> None:
+    text = "[audio]\nstatement_wait_ms = 0\nmax_turn_wait_ms = 3000\nturn_model = false\nmin_silence_ms = 600\n"
+    config = load(_write(tmp_path, text + "[llm]\nspeculative_requests = true\n"), env={})
+    assert (config.audio.statement_wait_ms, config.audio.max_turn_wait_ms) == (0, 3000)
+    assert config.audio.turn_model is False
+    assert config.audio.min_silence_ms == 600
+    assert config.summary()["speculative_requests"] is True  # what may be sent to a provider is on the record
+    assert load(env={"PARLEY_CONFIG": str(_write(tmp_path, ""))}).llm.speculative_requests is False

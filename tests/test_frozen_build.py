@@ -68,7 +68,8 @@ def test_the_frozen_app_passes_its_self_test_without_python(tmp_path: Path, caps
     test = _run(app, ["self-test"], env, cwd)
     assert test.stdout.strip().splitlines()[-1] == "self-test: ok"
 
-    _run(app, ["run", "--fixture", "barge_in.toml", "--out", "out", "--fast"], env, cwd)  # the bundled scenario
+    run = _run(app, ["run", "--fixture", "barge_in.toml", "--out", "out", "--fast"], env, cwd)  # bundled scenario
+    assert "no end-of-turn model" not in run.stderr, run.stderr[-2000:]  # Smart Turn's file is in the bundle
     report = json.loads((cwd / "out" / "report.json").read_text(encoding="utf-8"))
     outcomes = [turn["outcome"] for turn in report["turns"]]
     assert outcomes[0] == "aborted"  # the barge-in
@@ -80,6 +81,7 @@ def test_the_frozen_app_passes_its_self_test_without_python(tmp_path: Path, caps
 
     licences = (dist / "parley" / "licenses" / "README.txt").read_text(encoding="utf-8")
     assert "GPL-3.0-or-later" in licences
+    assert "pipecat-ai" in licences  # Smart Turn (BSD-2) comes from the pipecat wheel
     assert (dist / "parley" / "licenses" / "parley" / "COPYING").is_file()
     with capsys.disabled():  # shown in CI's log
         print(

@@ -179,6 +179,53 @@ async def test_a_consumer_that_walks_away_stops_the_thread_too(adapter: LocalLla
     _assert_worker_idle(adapter, worker)
 
 
+async def test_a_prefilled_prompt_is_not_read_again_and_its_reply_samples_at_once(adapter: LocalLlamaAdapter) -> None:
+    """A speculative prefill leaves the whole prompt in the KV cache with live logits: the generation that follows
+    evaluates none of it again (`Llama.generate` samples at once), and replies as a cold one would."""
+    model = adapter._model  # the cache is the thing under test
+    assert model is not None
+    options = ask("Name three colours.", max_tokens=8)
+    prompt = model.prompt_tokens([{"role": "user", "content": "Name three colours."}])
+    await adapter.prefill(options, CancelSignal())
+    assert adapter.llama.n_tokens == len(prompt)
+    assert _cached_prefix(model, prompt) == len(prompt), "the whole prompt, nothing to evaluate again"
+    warm = _last_logits(model.llama)
+    _prefill(dataclasses.replace(model, reuses_prefix=False), prompt, lambda: False)
+    cold = _last_logits(model.llama)
+    assert int(np.argmax(warm)) == int(np.argmax(cold))
+    await adapter.prefill(options, CancelSignal())
+    assert "".join(c.text for c in await collect(adapter, options) if isinstance(c, TextDelta))
+
+
+async def test_a_prefill_never_waits_for_a_generation_that_holds_the_model(
+    adapter: LocalLlamaAdapter, worker: Worker
+) -> None:
+    model = adapter._model
+    assert model is not None
+    before = adapter.llama.n_tokens
+    with model.busy:  # another generation is under way
+        await adapter.prefill(ask("Name three colours."), CancelSignal())
+    assert adapter.llama.n_tokens == before, "it read nothing"
+    _assert_worker_idle(adapter, worker)
+
+
+async def test_cancel_while_prefilling_stops_between_prompt_chunks(adapter: LocalLlamaAdapter, worker: Worker) -> None:
+    signal = CancelSignal()
+
+    async def cancel_mid_prompt() -> None:
+        for _ in range(20_000):  # bounded: the prompt takes seconds to read
+            if adapter.llama.n_tokens >= 2 * PREFILL_CHUNK:
+                break
+            await asyncio.sleep(0.001)
+        signal.set(UserCancel())
+
+    canceller = asyncio.create_task(cancel_mid_prompt())
+    await adapter.prefill(ask("Summarise: " + "tea and biscuits " * 500), signal)
+    await canceller
+    assert adapter.llama.n_tokens < 500, "stopped long before the end of the prompt"
+    _assert_worker_idle(adapter, worker)
+
+
 async def test_cancel_while_reading_a_long_prompt_stops_between_prompt_chunks(
     adapter: LocalLlamaAdapter, worker: Worker
 ) -> None:

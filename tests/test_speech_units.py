@@ -10,12 +10,10 @@ import threading
 import numpy as np
 import pytest
 
-from adapters.asr.incremental import IncrementalTranscriber
-from adapters.contract.cancel import CancelSignal, User
+from adapters.contract.cancel import CancelSignal
 from adapters.contract.pcm import resample, to_mono_float32
 from adapters.contract.speech_io import ASR_SAMPLE_RATE
 from adapters.contract.workers import Worker
-from adapters.testing_speech import FakeTranscriber
 from adapters.tts.alignment import Phone, Token, align, is_sounded, phones_of, proportional
 from tests.conformance.speech_harness import until
 
@@ -85,56 +83,3 @@ async def test_a_cancelled_task_waits_for_its_worker_job() -> None:
     assert task.cancelled()
     assert released.is_set()
     assert worker.active == 0
-
-
-def _speech(seconds: float) -> np.ndarray:
-    return (0.3 * np.sin(np.arange(int(seconds * ASR_SAMPLE_RATE)) / 5)).astype(np.float32)
-
-
-@pytest.mark.anyio
-async def test_incremental_passes_are_rate_limited_and_the_final_reuses_a_covering_pass() -> None:
-    fake = FakeTranscriber(step_s=0.001)
-    partials: list[str] = []
-    incremental = IncrementalTranscriber(fake, interval_s=0.2, on_partial=lambda t: partials.append(t.text))
-    signal = CancelSignal()
-    runner = asyncio.create_task(incremental.run(signal))
-    for _ in range(20):
-        incremental.append(_speech(0.05))
-        await asyncio.sleep(0.01)
-    assert await until(lambda: incremental.covered_s == pytest.approx(1.0))
-    incremental.append(np.zeros(ASR_SAMPLE_RATE // 2, dtype=np.float32))  # the VAD's hang-over silence
-    final = await incremental.finish(signal)
-    await runner
-    assert 1 <= incremental.passes <= 4
-    assert final.words
-    assert partials
-    assert incremental.reused_final
-
-
-@pytest.mark.anyio
-async def test_the_final_pass_reruns_when_speech_came_after_the_last_pass() -> None:
-    fake = FakeTranscriber(step_s=0.001)
-    incremental = IncrementalTranscriber(fake, interval_s=10.0)
-    signal = CancelSignal()
-    runner = asyncio.create_task(incremental.run(signal))
-    incremental.append(_speech(0.5))
-    assert await until(lambda: incremental.passes == 1)
-    incremental.append(_speech(0.5))
-    final = await incremental.finish(signal)
-    await runner
-    assert not incremental.reused_final
-    assert incremental.passes == 2
-    assert final.duration_s == pytest.approx(1.0)
-
-
-@pytest.mark.anyio
-async def test_the_incremental_loop_ends_when_the_signal_fires() -> None:
-    incremental = IncrementalTranscriber(FakeTranscriber(), interval_s=0.1)
-    signal = CancelSignal()
-    runner = asyncio.create_task(incremental.run(signal))
-    await asyncio.sleep(0)
-    signal.set(User())
-    await asyncio.wait({runner})
-    assert runner.done()
-    assert runner.exception() is None
-    assert incremental.latest is None

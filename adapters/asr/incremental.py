@@ -1,49 +1,66 @@
-"""Transcribe while the user is still speaking, so the final transcript is ready soon after they stop.
+"""Transcribe while the user is still speaking, so the turn's text is ready when the turn is decided.
 
-Simple and honest: every `interval_s` (at most) the whole growing utterance is transcribed again
-and the latest result kept. Whisper's cost is dominated by its fixed 30 s encoder window, so
-redoing only a tail would not be cheaper. At `finish`, the latest pass is reused when no new
-audio arrived since it, or when everything after it is quiet (the VAD's hang-over silence);
-otherwise one last full pass runs.
+While speech lasts, every `interval_s` (at most, on the injected clock) the whole growing utterance is transcribed
+again and the latest result kept: the partial that a barge-in asks for words. At a pause, `speculate` gives the
+final pass, run before anyone knows whether the turn is over: the transcript of everything up to the pause (the
+latest pass when it already reaches that far, else one more). If the user goes on, a later pause speculates
+again. `finish` reuses the latest pass when nothing but quiet arrived after it; otherwise one last pass runs
+(push-to-talk, or a tail the last pass missed). Quiet audio (a pause) starts no partial pass: the CPU is left to
+the end-of-turn model and the prefill that run then.
+
+Each pass reads the whole utterance: Whisper's encoder reads at least a 10 s window (adapters/asr/whisper.py),
+so a pass over only the new audio would cost the same.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
+from typing import Protocol
 
+import anyio
 import numpy as np
 
 from adapters.asr import guard
 from adapters.contract.cancel import CancelCause, CancelSignal
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Transcriber, Transcript
 
-TAIL_QUIET_DBFS = -45.0  # a tail this quiet holds no new words worth a pass
+TAIL_QUIET_DBFS = -45.0  # audio this quiet holds no new words worth a pass
+
+
+class Clock(Protocol):
+    def now(self) -> float: ...
+
+    async def sleep(self, seconds: float) -> None: ...
 
 
 class IncrementalTranscriber:
-    """Feed with `append`, run `run(signal)` as a task while speech lasts, then `await finish(signal)`."""
+    """Feed with `append`, run `run(signal)` as a task while speech lasts, `speculate` at a pause, then `finish`."""
 
     def __init__(
         self,
         transcriber: Transcriber,
+        clock: Clock,
         *,
         interval_s: float = 0.8,
         min_new_s: float = 0.3,
         on_partial: Callable[[Transcript], None] | None = None,
     ) -> None:
         self._transcriber = transcriber
+        self._clock = clock
         self._interval_s = interval_s
         self._min_new = round(min_new_s * ASR_SAMPLE_RATE)
         self._on_partial = on_partial
         self._chunks: list[Samples] = []
         self._length = 0
+        self._loud_until = 0  # samples up to the end of the last chunk that was not quiet
+        self._until: float | None = None  # clock time of the end of the audio appended so far (if told)
         self._covered = 0
+        self._covered_until: float | None = None
         self._latest: Transcript | None = None
         self._wake = asyncio.Event()
-        self._stopped = asyncio.Event()  # the utterance ended or the signal fired
         self._ended = False
+        self._resting: anyio.CancelScope | None = None
         self._pass_lock = asyncio.Lock()
         self.passes = 0
         self.reused_final = False
@@ -62,15 +79,30 @@ class IncrementalTranscriber:
         """How much of the buffered audio the latest pass has seen."""
         return self._covered / ASR_SAMPLE_RATE
 
-    def append(self, samples: Samples) -> None:
-        """Add mono float32 16 kHz audio (call on the event loop thread)."""
+    @property
+    def covered_until(self) -> float | None:
+        """Clock time up to which the latest pass has heard the audio (None before a pass, or without times)."""
+        return self._covered_until
+
+    def audio(self) -> Samples:
+        """Everything appended so far, as one array."""
+        self._compact()
+        return self._chunks[0] if self._chunks else np.zeros(0, dtype=np.float32)
+
+    def append(self, samples: Samples, until: float | None = None) -> None:
+        """Add mono float32 16 kHz audio (on the event loop's thread); `until`: the clock time its last sample ends."""
         if len(samples):
-            self._chunks.append(np.asarray(samples, dtype=np.float32))
-            self._length += len(samples)
+            chunk = np.asarray(samples, dtype=np.float32)
+            self._chunks.append(chunk)
+            self._length += len(chunk)
+            if guard.dbfs(chunk) >= TAIL_QUIET_DBFS:
+                self._loud_until = self._length
             self._wake.set()
+        if until is not None:
+            self._until = until
 
     async def run(self, signal: CancelSignal) -> None:
-        """Re-transcribe at most every `interval_s` (once `min_new_s` of new audio is in) until `finish` or `signal`."""
+        """Re-transcribe at most every `interval_s` (once `min_new_s` of new sound is in) until `finish` or `signal`."""
         unsubscribe = signal.on_cancel(self._on_cancel)
         try:
             while True:
@@ -78,19 +110,30 @@ class IncrementalTranscriber:
                 self._wake.clear()
                 if self._ended or signal.cancelled:
                     return
-                if self._length - self._covered < self._min_new:
-                    continue  # too little new audio to change the result; wait for more
-                started = asyncio.get_running_loop().time()
+                if not self._worth_a_pass():
+                    continue  # too little new sound to change the result; wait for more
+                started = self._clock.now()
                 async with self._pass_lock:
                     if self._ended:
                         return
+                    if not self._worth_a_pass():
+                        continue  # a speculative pass got the lock first and covered it
                     await self._transcribe(signal)
-                await self._rest_until(started + self._interval_s)
+                await self._rest(started + self._interval_s - self._clock.now())
         finally:
             unsubscribe()
 
+    async def speculate(self, signal: CancelSignal, since: float) -> Transcript:
+        """The transcript of the utterance up to the pause whose silence began at clock time `since`: the latest
+        pass (or the one under way) when it reaches that far, else a new pass over everything heard so far."""
+        async with self._pass_lock:
+            latest = self._latest
+            if latest is not None and (self._covered >= self._length or self._reaches(since)):
+                return latest
+            return await self._transcribe(signal)
+
     async def finish(self, signal: CancelSignal) -> Transcript:
-        """The final transcript: the latest pass when it already covers the speech, else one more pass."""
+        """The final transcript: the latest pass when only quiet came after it, else one more pass."""
         self._ended = True
         self._stop_waiting()
         async with self._pass_lock:
@@ -100,34 +143,44 @@ class IncrementalTranscriber:
                 return latest
             return await self._transcribe(signal)
 
+    def _worth_a_pass(self) -> bool:
+        return self._length - self._covered >= self._min_new and not self._tail_is_quiet()
+
+    def _reaches(self, since: float) -> bool:
+        return self._covered_until is not None and self._covered_until >= since and self._tail_is_quiet()
+
     async def _transcribe(self, signal: CancelSignal) -> Transcript:
-        length = self._length
-        audio = np.concatenate(self._chunks) if self._chunks else np.zeros(0, dtype=np.float32)
-        self._chunks = [audio] if len(audio) else []
-        result = await self._transcriber.transcribe(audio, signal)
+        length, until = self._length, self._until
+        result = await self._transcriber.transcribe(self.audio(), signal)
         self.passes += 1
-        self._latest, self._covered = result, length
+        self._latest, self._covered, self._covered_until = result, length, until
         if self._on_partial is not None and not self._ended:
             self._on_partial(result)
         return result
 
-    def _tail_is_quiet(self) -> bool:
-        if self._covered >= self._length:
-            return True
-        tail = np.concatenate(self._chunks)[self._covered :]
-        return guard.dbfs(tail) < TAIL_QUIET_DBFS
+    def _compact(self) -> None:
+        if len(self._chunks) > 1:
+            self._chunks = [np.concatenate(self._chunks)]
 
-    async def _rest_until(self, deadline: float) -> None:
-        """Sleep until `deadline`, waking early when the utterance ends or the signal fires."""
-        delay = deadline - asyncio.get_running_loop().time()
-        if delay > 0:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(delay):
-                    await self._stopped.wait()
+    def _tail_is_quiet(self) -> bool:
+        """Nothing louder than TAIL_QUIET_DBFS arrived after the latest pass's audio."""
+        return self._loud_until <= self._covered
+
+    async def _rest(self, seconds: float) -> None:
+        """Sleep on the clock, waking early when the utterance ends or the signal fires."""
+        if seconds <= 0 or self._ended:
+            return
+        with anyio.CancelScope() as scope:
+            self._resting = scope
+            try:
+                await self._clock.sleep(seconds)
+            finally:
+                self._resting = None
 
     def _stop_waiting(self) -> None:
         self._wake.set()
-        self._stopped.set()
+        if self._resting is not None:
+            self._resting.cancel()
 
     def _on_cancel(self, _cause: CancelCause) -> None:
         self._stop_waiting()

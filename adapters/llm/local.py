@@ -5,6 +5,10 @@ sequence of small blocking steps - a chunk of 32 prompt tokens, or one sampled t
 worker thread and awaited to its end, so a cancel (the turn's signal, or the consumer walking
 away) is seen within one step and no thread is ever left running behind the stream.
 
+`prefill` reads a prompt ahead of the request that will use it (a speculative start at the user's pause): the
+same steps up to sampling, on the same lock, skipped when the model is busy. The prefix cache keeps what it read,
+and a generation whose whole prompt is already read samples its first token at once.
+
 Tool calling is not offered: SmolLM2-135M cannot do it, so `options.tools` is ignored, and
 `options.model` is ignored too (the model is the file this adapter was built with).
 """
@@ -107,6 +111,7 @@ class LocalLlamaAdapter:
         self._model: _Model | None = None
         self.generations_started = 0
         self.active_generations = 0
+        self.prefills_started = 0
 
     @property
     def provider(self) -> str:
@@ -146,6 +151,23 @@ class LocalLlamaAdapter:
         finally:
             generation.end()  # no step is running here: each one was awaited to its end
             self.active_generations -= 1
+
+    async def prefill(self, options: GenerateOptions, signal: CancelSignal) -> None:
+        """Read the prompt of `options` into the KV cache, sampling nothing; a no-op while another generation
+        holds the model (a speculation never waits for, or runs beside, a real one). Returns on `signal`."""
+        await self.load()
+        assert self._model is not None
+        messages = [{"role": message.role, "content": message.content} for message in options.messages]
+        generation = _Generation(self._model, messages, 1, TEMPERATURE)
+        step = functools.partial(run_job, signal=signal, worker=self.worker)
+        self.prefills_started += 1
+        try:
+            if not await step(functools.partial(generation.begin, wait=False)):
+                return
+            while await step(generation.prefill) and not signal.cancelled:
+                pass
+        finally:
+            generation.end()
 
     async def _steps(self, generation: _Generation, signal: CancelSignal) -> AsyncGenerator[StreamChunk, None]:
         """One blocking step per prompt chunk or token, each awaited to its end, so a cancel is seen within one."""
@@ -189,9 +211,11 @@ class _Generation:
         self.completion_tokens = 0
         self.reason: str | None = None  # "stop" or "length" once finished; None while running or stopped
 
-    def begin(self, stop: StopFlag) -> bool:
-        """Take the model (another generation may hold it) and render the prompt; False if stopped meanwhile."""
-        if not _acquire(self._model.busy, stop.is_set):
+    def begin(self, stop: StopFlag, *, wait: bool = True) -> bool:
+        """Take the model (another generation may hold it: wait, or not) and render the prompt; False if stopped
+        meanwhile (or busy and not waiting)."""
+        taken = _acquire(self._model.busy, stop.is_set) if wait else self._model.busy.acquire(blocking=False)
+        if not taken:
             return False
         self._held = True
         with _as_failure():
@@ -207,6 +231,8 @@ class _Generation:
 
     def prefill(self, _stop: StopFlag) -> bool:
         """Evaluate the next PREFILL_CHUNK prompt tokens; True while more remain."""
+        if self._keep >= len(self.prompt):
+            return False  # read already (a prefill ahead of this generation)
         with _as_failure():
             start = self._keep
             self._model.llama.eval(self.prompt[start : start + PREFILL_CHUNK])
@@ -294,11 +320,17 @@ def _prefill(model: _Model, prompt: list[int], stopping: Callable[[], bool]) -> 
 
 
 def _cached_prefix(model: _Model, prompt: list[int]) -> int:
-    """Prompt tokens already in the KV cache from the last turn (at least one is re-evaluated)."""
+    """Prompt tokens already in the KV cache from the last turn or prefill. All of them when the cache holds exactly
+    this prompt and its last evaluation was this prompt's last token (a prefill of it): `Llama.generate` then
+    samples at once. Otherwise at least one is evaluated again, to get fresh logits."""
     if not model.reuses_prefix:
         return 0
-    cached = model.llama.input_ids[: model.llama.n_tokens].tolist()
-    return max(0, min(int(llama_cpp.Llama.longest_token_prefix(cached, prompt)), len(prompt) - 1))
+    llama = model.llama
+    cached = llama.input_ids[: llama.n_tokens].tolist()
+    common = int(llama_cpp.Llama.longest_token_prefix(cached, prompt))
+    if common == len(prompt) == len(cached) and not getattr(llama, "_requires_eval", True):
+        return common
+    return max(0, min(common, len(prompt) - 1))
 
 
 def _model_file(model_path: Path | None) -> Path:

@@ -9,6 +9,7 @@ returns, and `predict` raises `asyncio.CancelledError`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from pathlib import Path
 from typing import Any
@@ -38,8 +39,10 @@ _sessions: dict[Path, Any] = {}
 _sessions_lock = threading.Lock()
 
 
+@functools.cache
 def default_model_path() -> Path:
-    """smart-turn-v3.2-cpu.onnx from the `pipecat-ai` wheel (package data; pipecat itself is not imported)."""
+    """smart-turn-v3.2-cpu.onnx from the `pipecat-ai` wheel (package data; pipecat itself is not imported). Found
+    once per process: the wheel lists thousands of files (a few hundred ms of scanning)."""
     try:
         return find_in_distribution(DEFAULT_PACKAGE, f"*/smart_turn/data/{MODEL_FILE}")
     except ModelNotFound:

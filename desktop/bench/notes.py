@@ -7,11 +7,13 @@ from collections.abc import Sequence
 from desktop.bench.rows import Measured
 from desktop.bench.scenarios import Run, aborted_metric, metric
 from desktop.bench.sessions import BARGE_IN_AFTER_S, SPOKEN_EVERY
-from desktop.bench.soak import WARMUP_CYCLES, Soak
+from desktop.bench.soak import POOL_IDLE_S, WARMUP_CYCLES, Soak
 from desktop.bench.table import machine, percentile
+from desktop.bench.turn_runs import split_texts
 from desktop.config import Config
+from desktop.pipeline.voice import pause_ms
 
-STAGES = ("asr_ms", "llm_ttft_ms", "tts_first_ms")
+STAGES = ("eot_ms", "asr_final_ms", "prefill_wait_ms", "llm_ttft_ms", "tts_first_ms")
 
 
 def footnotes(m: Measured) -> list[str]:
@@ -26,19 +28,34 @@ def footnotes(m: Measured) -> list[str]:
         _heard_note(m),
         _quiesce_note(m.runs),
         _ttfa_note(m.runs),
+        *_turns_note(m),
         "quiesce_http_ms: the barge_in scenario against the tests' fault-injecting OpenAI-compatible server, whose "
         "stream stalls after two sentences: the cancel has to close a live HTTP stream.",
         "asr_rtf: Whisper tiny.en (int8, 2 threads) on the 5 fixture utterances; tts_rtf: Piper per sentence; "
         "llm: SmolLM2 via llama.cpp, default system prompt + a question (its prefix cached after the first call).",
         "idle_cpu_pct: time.process_time of the whole process per 0.5 s while a fixture session listens in real "
-        "time to a silent mic with AEC on (20 ms frames through AEC + VAD, the sink rendering 10 ms blocks).",
+        "time to a silent mic with AEC on (20 ms frames through AEC + VAD, the sink rendering 10 ms blocks, the "
+        "loudspeaker rig simulating the echo path of the silence it plays); idle_cpu_pct_headset: the same session "
+        "without the loudspeaker rig and canceller. The VAD's energy gate keeps Silero off in a silent room.",
         _soak_note(m.soak, m.plan_soak),
     ]
     if m.self_described:
         notes.append("self-interruptions: " + "; ".join(m.self_described))
     if isinstance(m.http, str):
         notes.append(f"quiesce_http_ms not measured: {m.http}")
+    if m.devices == "pulse" and m.pulse is not None and not isinstance(m.pulse, str):
+        notes.append(_pulse_note(m.pulse.ttfa_metrics))
     return notes
+
+
+def _pulse_note(turns: list[dict[str, float]]) -> str:
+    stages = ", ".join(f"{s} {_p50_p95([t.get(s, 0.0) for t in turns])}" for s in STAGES)
+    return (
+        "ttfa_ms_pulse: 'What's the weather like today?' and 'Tell me a long story about a dragon who learns to fly.' "
+        "in turn, played into the PulseAudio microphone of a fresh session (real time, a headset: no echo path); "
+        "the end of speech is the clip's last loud 10 ms window as captured (ADC time), the first audio the "
+        f"Player's DAC time. Stages (p50/p95 ms over {len(turns)} turns, the journal's): {stages}."
+    )
 
 
 def _p50(values: Sequence[float | None]) -> str:
@@ -90,17 +107,46 @@ def _quiesce_note(runs: list[Run]) -> str:
 
 
 def _ttfa_note(runs: list[Run]) -> str:
-    turns = [t for run in runs for t in run.of("metrics/turn") if "ttfa_ms" in t and all(s in t for s in STAGES)]
+    turns = [t for run in runs for t in run.of("metrics/turn") if "ttfa_ms" in t and "eot_ms" in t]
     if not turns:
-        return "ttfa_ms: no turn had every stage measured."
-    hangover = Config().audio.min_silence_ms
-    stages = ", ".join(f"{s} {_p50_p95([t[s] for t in turns])}" for s in STAGES)
-    rest = _p50_p95([t["ttfa_ms"] - hangover - sum(t[s] for s in STAGES) for t in turns])
+        return "ttfa_ms: no turn had its stages measured."
+    stages = ", ".join(f"{s} {_p50_p95([t.get(s, 0.0) for t in turns])}" for s in STAGES)
+    rest = _p50_p95([t["ttfa_ms"] - sum(t.get(s, 0.0) for s in STAGES) for t in turns])
+    audio = Config().audio
+    kinds = _by_kind(runs)
     return (
-        f"ttfa_ms stages (p50/p95 ms over {len(turns)} turns): the VAD's end-of-speech hangover {hangover} "
-        f"(min_silence_ms), {stages}; the rest {rest} is the first sentence's remaining tokens, queueing and "
-        "the sink's 30 ms latency."
+        f"ttfa_ms stages (p50/p95 ms over {len(turns)} turns): {stages}; the rest {rest} is the sink's 30 ms latency "
+        f"and queueing. By kind (p50/p95): questions {_p50_p95(kinds['?'])}, statements {_p50_p95(kinds['.'])} "
+        f"(a finished-looking statement waits statement_wait_ms {audio.statement_wait_ms} before it is decided: "
+        "a pause after a complete-sounding clause is no end of turn). eot_ms/asr_final_ms rows: every voice turn "
+        "of the scenarios and of the end-of-turn fixtures."
     )
+
+
+def _by_kind(runs: list[Run]) -> dict[str, list[float]]:
+    """ttfa of the turns whose words end in a question mark, and of the others."""
+    out: dict[str, list[float]] = {"?": [], ".": []}
+    for run in runs:
+        texts = {e["turn"]: str(e["text"]) for e in run.of("user/message")}
+        for m in run.of("metrics/turn"):
+            if "ttfa_ms" in m:
+                out["?" if texts.get(m["turn"], "").rstrip().endswith("?") else "."].append(float(m["ttfa_ms"]))
+    return out
+
+
+def _turns_note(m: Measured) -> list[str]:
+    if not m.clips:
+        return []
+    audio = Config().audio
+    note = (
+        f"cutoff_rate: each of the {len(m.clips)} end-of-turn fixtures (assets/fixtures/turns: Piper sentences with "
+        "0.3-1.0 s pauses inserted at word boundaries, and complete questions) said once into a fresh pipeline "
+        "session (`run --fast`, real Whisper, Smart Turn, SmolLM2, Piper); split into more than one turn = cut off. "
+        f"Settings: the VAD's pause {pause_ms(audio):g} ms, min_silence_ms {audio.min_silence_ms}, "
+        f"statement_wait_ms {audio.statement_wait_ms}, max_turn_wait_ms {audio.max_turn_wait_ms}. "
+        "cutoff_rate_600ms: the same clips through Silero with a fixed 600 ms hangover (what ended a turn before)."
+    )
+    return [note] + [f"cut off: {text}" for text in split_texts(m.clips)]
 
 
 def _soak_note(soak: Soak | None, cycles: int) -> str:
@@ -109,7 +155,9 @@ def _soak_note(soak: Soak | None, cycles: int) -> str:
         "preloaded models: a typed question → the reply's first audio (SmolLM2 + Piper) → "
         f"{BARGE_IN_AFTER_S:g} s later a push-to-talk barge-in (every {SPOKEN_EVERY}th cycle the spoken "
         "'stop, what time is it' through VAD + Whisper instead) → the turn aborted and quiescent → the session "
-        "closed. Counts from /proc/self after gc.collect(); p50/p95 over the per-cycle deltas, met on the final one."
+        "closed. Counts from /proc/self after gc.collect(); p50/p95 over the per-cycle deltas, met on the final one "
+        f"(the first and last counts are taken {POOL_IDLE_S:g} s after the work, once anyio's idle worker threads "
+        "have ended: the pool's size is not a leak)."
     )
     if soak is None or not soak.cycles:
         return head

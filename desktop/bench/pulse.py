@@ -1,5 +1,8 @@
-"""`--devices pulse`: a barge-in through audio.Player and audio.Microphone on PulseAudio null sinks, in real time.
+"""`--devices pulse`: spoken questions and barge-ins through audio.Player and audio.Microphone on PulseAudio null
+sinks, in real time.
 
+ttfa: the user's clip is played into `micwire`; its end of speech is the last loud 10 ms window the Microphone
+captured (ADC time), the reply's first audible sample the Player's (DAC time): both monotonic.
 The private PulseAudio of the real-device tests (tests/audio/pulse.py) gives two null sinks: the Player plays
 into `speaker`, the Microphone hears `micwire`'s monitor, and the user's "stop, what time is it" is played into
 `micwire`. The speech onset is found in the captured frames (ADC time, monotonic); `speaker`'s monitor is
@@ -29,8 +32,8 @@ from audio.ports import Frame
 from desktop.assets import fixture
 from desktop.bench.http_provider import source_tree_on_path
 from desktop.bench.scenarios import Heard, heard_of
-from desktop.bench.sessions import QUESTION, Models
-from desktop.bench.signals import onset_s, silent_from_s
+from desktop.bench.sessions import IDLE_WARM_S, IDLE_WINDOW_S, QUESTION, Models
+from desktop.bench.signals import offset_s, onset_s, silent_from_s
 from desktop.pipeline.devices import Devices
 from desktop.pipeline.ears import Ears
 from desktop.pipeline.metrics import SessionMetrics
@@ -44,6 +47,8 @@ RATE = 16000
 TALK_OVER_AFTER_S = 2.0
 SETTLE_S = 0.5
 TIMEOUT_S = 60.0
+SPOKEN = ("whats_the_weather.wav", "tell_a_story.wav")  # a question and a statement, in turn
+IDLE_S = 5.0
 
 
 class PulseUnavailable(Exception):
@@ -54,6 +59,9 @@ class PulseUnavailable(Exception):
 class PulseRuns:
     stop_ms: list[float]
     heard: list[Heard]
+    ttfa_ms: list[float]
+    ttfa_metrics: list[dict[str, Any]]  # each spoken turn's metrics/turn
+    idle_cpu: list[float]  # % of one core per window while listening to a silent room
 
 
 @dataclass
@@ -72,6 +80,8 @@ async def pulse_barge_ins(models: Models, root: Path, reps: int, progress: Any) 
         raise PulseUnavailable(f"cannot start a private PulseAudio: {error}") from None
     stops: list[float] = []
     heard: list[Heard] = []
+    ttfa: list[float] = []
+    metrics: list[dict[str, Any]] = []
     try:
         refresh()  # PortAudio enumerates devices only when it initialises
         for n in range(reps):
@@ -79,9 +89,16 @@ async def pulse_barge_ins(models: Models, root: Path, reps: int, progress: Any) 
             stops += [stop] if stop is not None else []
             heard += [words] if words is not None else []
             progress(f"pulse barge-in {n + 1}/{reps}")
+        idle = await _idle(models, root / "pulse_idle", IDLE_S)
+        progress("pulse idle listening")
+        for n in range(2 * reps):
+            took, turn = await _spoken(kit, models, root / f"pulse_ttfa{n}", SPOKEN[n % len(SPOKEN)])
+            ttfa += [took] if took is not None else []
+            metrics += [turn] if turn is not None else []
+            progress(f"pulse spoken turn {n + 1}/{2 * reps}")
     finally:
         kit.stop(server)
-    return PulseRuns(stops, heard)
+    return PulseRuns(stops, heard, ttfa, metrics, idle)
 
 
 def _kit() -> ModuleType:
@@ -111,6 +128,41 @@ async def _one(kit: Any, models: Models, out: Path) -> tuple[float | None, Heard
     finally:
         recording = await run_blocking(recorder.finish)
     return await _measure(models, recording, out, turn, (first, paused), onset)
+
+
+async def _idle(models: Models, out: Path, seconds: float) -> list[float]:
+    """% of one core this process uses per window while the pipeline listens on the real devices to silence."""
+    async with _rig(models, out):
+        await asyncio.sleep(IDLE_WARM_S)
+        samples = []
+        for _ in range(max(1, round(seconds / IDLE_WINDOW_S))):
+            cpu, wall = time.process_time(), time.perf_counter()
+            await asyncio.sleep(IDLE_WINDOW_S)
+            samples.append(round(100 * (time.process_time() - cpu) / (time.perf_counter() - wall), 2))
+    return samples
+
+
+async def _spoken(kit: Any, models: Models, out: Path, wav: str) -> tuple[float | None, dict[str, Any] | None]:
+    """A spoken turn: the clip's end of speech in the captured signal → the reply's first audible sample."""
+    async with _rig(models, out) as live:
+        await asyncio.sleep(SETTLE_S)
+        injected = time.monotonic()
+        user = kit.play_into(kit.MICWIRE, fixture(wav))
+        turn = await _until(lambda: next(iter(live.metrics.first_audible), None))
+        first = live.metrics.first_audible[turn]
+        await asyncio.to_thread(user.wait, 30)
+        end = _speech_end_at(live.frames, injected)  # the reply is cancelled when the session closes
+    turn_metrics = next((e for e in read_events(out / "journal.jsonl") if e["type"] == "metrics/turn"), None)
+    return (None if end is None else round((first - end) * 1000, 1)), turn_metrics
+
+
+def _speech_end_at(frames: list[Frame], after: float) -> float | None:
+    """ADC time of the end of the last loud 10 ms window captured after `after`."""
+    later = [f for f in frames if f.end >= after]
+    if not later:
+        return None
+    end = offset_s(np.concatenate([f.samples for f in later]), RATE)
+    return None if end is None else later[0].at + end
 
 
 async def _measure(

@@ -10,9 +10,11 @@ from desktop.bench.models import LlmTimes
 from desktop.bench.scenarios import Heard, Run, Stop, aborted_metric, metric
 from desktop.bench.soak import Soak
 from desktop.bench.table import Row, Target, not_measured, row
+from desktop.bench.turn_runs import ClipRun, cutoff_rows
 
-STOP, QUIESCE, TTFA = Target("p95", 120), Target("p95", 150), Target("p50", 500)
-NONE_EVER, HEARD = Target("max", 0), Target("max", 1)
+STOP, QUIESCE = Target("p95", 120), Target("p95", 150)
+TTFA = (Target("p50", 500), Target("p95", 800))
+NONE_EVER, HEARD, IDLE = Target("max", 0), Target("max", 1), Target("p50", 5)
 NO_GROWTH, RSS_GROWTH = Target("final", 0), Target("final", 20)
 
 
@@ -24,6 +26,7 @@ class Measured:
     asr_rtf: list[float] = field(default_factory=list)
     tts_rtf: list[float] = field(default_factory=list)
     idle_cpu: list[float] = field(default_factory=list)
+    idle_cpu_headset: list[float] = field(default_factory=list)
     barge_in: list[Run] = field(default_factory=list)
     echo: list[Run] = field(default_factory=list)
     heard: list[Heard] = field(default_factory=list)
@@ -33,10 +36,16 @@ class Measured:
     http: HttpRuns | str = "not run"
     pulse: Any = None  # desktop.bench.pulse.PulseRuns, or why it could not be measured
     soak: Soak | None = None
+    clips: list[ClipRun] = field(default_factory=list)  # the end-of-turn fixtures through the pipeline
 
     @property
     def runs(self) -> list[Run]:
         return self.barge_in + self.echo
+
+    def turn_metric(self, key: str) -> list[float]:
+        """`key` of every voice turn the pipeline decided: the scenarios' and the end-of-turn fixtures'."""
+        clips = [float(m[key]) for clip in self.clips for m in clip.metrics if key in m]
+        return metric(self.runs, key) + clips
 
 
 def rows(m: Measured) -> list[Row]:
@@ -46,13 +55,17 @@ def rows(m: Measured) -> list[Row]:
         row("quiesce_ms", aborted_metric(runs, "quiesce_ms"), QUIESCE),
         _http_row(m.http),
         row("ttfa_ms", metric(runs, "ttfa_ms"), TTFA),
+        row("eot_ms", m.turn_metric("eot_ms"), None, note="end of speech -> turn decided"),
+        row("asr_final_ms", m.turn_metric("asr_final_ms"), None, note="turn decided -> its text ready"),
+        *(cutoff_rows(m.clips) if m.clips else [not_measured("cutoff_rate", Target("final", 5), "no clips run")]),
         row("self_interruptions", m.self_interruptions, NONE_EVER, note=f"per echo run, {len(m.echo)} runs"),
         row("heard_word_error", [float(h.error) for h in m.heard], HEARD, note="words wrong at the cut"),
         row("asr_rtf", m.asr_rtf, None),
         row("tts_rtf", m.tts_rtf, None),
         row("llm_ttft_ms", m.llm.ttft_ms, None),
         row("llm_tokens_per_s", m.llm.tokens_per_s, None),
-        row("idle_cpu_pct", m.idle_cpu, Target("p50", 5), note="% of one core"),
+        row("idle_cpu_pct", m.idle_cpu, IDLE, note="% of one core"),
+        row("idle_cpu_pct_headset", m.idle_cpu_headset, None, note="the same without the loudspeaker rig"),
         *_soak_rows(m.soak, m.plan_soak),
         *(_pulse_rows(m.pulse) if m.devices == "pulse" else []),
     ]
@@ -86,8 +99,15 @@ def _soak_rows(soak: Soak | None, cycles: int) -> list[Row]:
 def _pulse_rows(pulse: Any) -> list[Row]:
     if pulse is None or isinstance(pulse, str):
         reason = pulse or "not run"
-        return [not_measured("stop_ms_pulse", STOP, reason), not_measured("heard_word_error_pulse", HEARD, reason)]
+        return [
+            not_measured("ttfa_ms_pulse", TTFA, reason),
+            not_measured("idle_cpu_pct_pulse", IDLE, reason),
+            not_measured("stop_ms_pulse", STOP, reason),
+            not_measured("heard_word_error_pulse", HEARD, reason),
+        ]
     return [
+        row("ttfa_ms_pulse", pulse.ttfa_ms, TTFA, note="spoken question/statement, PulseAudio, real time"),
+        row("idle_cpu_pct_pulse", pulse.idle_cpu, IDLE, note="% of one core, PulseAudio devices, a silent room"),
         row("stop_ms_pulse", pulse.stop_ms, STOP, note="PulseAudio null sinks, real time"),
         row("heard_word_error_pulse", [float(h.error) for h in pulse.heard], HEARD, note="words wrong at the cut"),
     ]

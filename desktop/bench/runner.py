@@ -20,6 +20,8 @@ from desktop.bench.scenarios import heard_word_errors, run_scenario, self_interr
 from desktop.bench.sessions import Models, idle_cpu
 from desktop.bench.soak import soak
 from desktop.bench.table import machine, render, write_json
+from desktop.bench.turn_clips import turn_clips
+from desktop.bench.turn_runs import clip_runs
 from desktop.config import Config
 from desktop.pipeline.parts import speech_models
 
@@ -38,10 +40,11 @@ class Plan:
     tts_sentences: int = 4
     llm_reps: int = 5
     llm_tokens: int = 128
+    turn_clips: int | None = None  # the end-of-turn fixtures run through the pipeline (None: all 40)
 
 
 QUICK = Plan(barge_in=0, echo=1, http=1, soak=3, idle_s=1.0, asr_reps=1, tts_reps=1, tts_sentences=2, llm_reps=1,
-             llm_tokens=32)  # fmt: skip
+             llm_tokens=32, turn_clips=2)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -88,8 +91,12 @@ async def _measure(plan: Plan, devices: str, progress: Callable[[str], None]) ->
         root = Path(tmp)
         await _models(measured, models, llm, plan, progress)
         measured.idle_cpu = await idle_cpu(models, root / "idle", plan.idle_s)
+        measured.idle_cpu_headset = await idle_cpu(models, root / "idle_headset", plan.idle_s, loudspeaker=False)
         progress("idle listening")
         await _scenarios(measured, models, root, plan, progress)
+        clips = turn_clips()
+        clips = clips if plan.turn_clips is None else clips[: plan.turn_clips // 2] + clips[-plan.turn_clips // 2 :]
+        measured.clips = await clip_runs(config, root / "turns", clips, progress)
         measured.http = await _http(config, root, plan.http, progress)
         if devices == "pulse":
             await _pulse(measured, models, root, plan, progress)

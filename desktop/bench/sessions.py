@@ -35,11 +35,12 @@ class Models:
     synthesizer: PiperSynthesizer
 
 
-async def idle_cpu(models: Models, out: Path, seconds: float) -> list[float]:
-    """% of one core used by this process per window while listening to a silent mic (VAD + AEC running)."""
-    loudspeaker = Scenario(Path("idle"), (), Echo(gain=0.5, delay_ms=40.0))  # an [echo] turns the canceller on
+async def idle_cpu(models: Models, out: Path, seconds: float, *, loudspeaker: bool = True) -> list[float]:
+    """% of one core used by this process per window while listening to a silent mic (VAD + AEC running; without
+    `loudspeaker`, a headset: no echo path to simulate, no canceller)."""
+    echo = Echo(gain=0.5, delay_ms=40.0) if loudspeaker else None  # an [echo] turns the canceller on
     session = open_fixture_session(
-        models.config, out, MonotonicClock(), models.transcriber, models.synthesizer, loudspeaker
+        models.config, out, MonotonicClock(), models.transcriber, models.synthesizer, Scenario(Path("idle"), (), echo)
     )
     async with session as stage:
         await asyncio.sleep(IDLE_WARM_S)

@@ -24,6 +24,17 @@ def onset_s(samples: Samples, rate: int) -> float:
     return float(loud[0] * window / rate) if len(loud) else 0.0
 
 
+def offset_s(samples: Samples, rate: int) -> float | None:
+    """Seconds from the clip's start to the end of its last 10 ms window louder than ONSET_RMS (None if none)."""
+    window = max(1, rate // 100)
+    usable = len(samples) // window * window
+    if usable == 0:
+        return None
+    rms = np.sqrt(np.mean(np.square(samples[:usable].reshape(-1, window)), axis=1))
+    loud = np.flatnonzero(rms > ONSET_RMS)
+    return float((loud[-1] + 1) * window / rate) if len(loud) else None
+
+
 def silent_from_s(samples: Samples, rate: int, start_s: float, end_s: float) -> float:
     """The time (s) from which `samples` stay silent up to `end_s`; `start_s` if already silent there."""
     lo, hi = max(0, round(start_s * rate)), min(len(samples), round(end_s * rate))

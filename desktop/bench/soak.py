@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import os
 from collections.abc import Callable
@@ -11,6 +12,9 @@ from pathlib import Path
 from desktop.bench.sessions import SPOKEN_EVERY, Cycle, Models, barge_in_cycle
 
 WARMUP_CYCLES = 2  # one spoken, one push-to-talk: every lazily created pool exists before the baseline
+# anyio's worker threads end after 10 s idle: the first and last counts wait for that, so the pool's size at
+# that moment (how many jobs ran at once lately) is not counted as a leak; the per-cycle deltas still see it
+POOL_IDLE_S = 11.0
 PROC = Path("/proc/self")
 
 
@@ -64,6 +68,7 @@ def settled_counts() -> Counts:
 async def soak(models: Models, root: Path, cycles: int, progress: Callable[[str], None]) -> Soak:
     for n in range(WARMUP_CYCLES):
         await barge_in_cycle(models, root / f"warmup{n}", spoken=n == 0)
+    await asyncio.sleep(POOL_IDLE_S)
     result = Soak(settled_counts(), Counts(0, 0, 0, 0.0))
     for n in range(1, cycles + 1):
         cycle = await barge_in_cycle(models, root / f"cycle{n}", spoken=n % SPOKEN_EVERY == 0)
@@ -71,5 +76,6 @@ async def soak(models: Models, root: Path, cycles: int, progress: Callable[[str]
         result.deltas.append(settled_counts().minus(result.before))
         if n % 25 == 0 or n == cycles:
             progress(f"soak {n}/{cycles}")
+    await asyncio.sleep(POOL_IDLE_S)
     result.after = settled_counts()
     return result

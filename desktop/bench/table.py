@@ -51,22 +51,34 @@ def percentile(samples: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
+Targets = Target | tuple[Target, ...]
+
+
 def row(
-    name: str, samples: Sequence[float], target: Target | None, *, final: float | None = None, note: str = ""
+    name: str, samples: Sequence[float], target: Targets | None, *, final: float | None = None, note: str = ""
 ) -> Row:
-    """A measured row; `final` is the value a "final" target is judged on (a soak's after - before)."""
+    """A measured row; `final` is the value a "final" target is judged on (a soak's after - before). Several
+    targets are all to be met."""
     if not samples:
         return not_measured(name, target, note or "no samples")
     p50, p95 = round(percentile(samples, 50), 3), round(percentile(samples, 95), 3)
     if target is None:
         return Row(name, p50, p95, "—", "measured", len(samples), note)
     value = {"p50": p50, "p95": p95, "max": max(samples), "final": final if final is not None else samples[-1]}
-    met = "yes" if value[target.stat] <= target.limit else "no"
-    return Row(name, p50, p95, str(target), met, len(samples), note)
+    met = "yes" if all(value[t.stat] <= t.limit for t in _all(target)) else "no"
+    return Row(name, p50, p95, _shown(target), met, len(samples), note)
 
 
-def not_measured(name: str, target: Target | None, reason: str) -> Row:
-    return Row(name, None, None, str(target) if target else "—", "not measured", 0, f"not measured: {reason}")
+def not_measured(name: str, target: Targets | None, reason: str) -> Row:
+    return Row(name, None, None, _shown(target) if target else "—", "not measured", 0, f"not measured: {reason}")
+
+
+def _all(target: Targets) -> tuple[Target, ...]:
+    return target if isinstance(target, tuple) else (target,)
+
+
+def _shown(target: Targets) -> str:
+    return ", ".join(str(t) for t in _all(target))
 
 
 def render(rows: Sequence[Row], footnotes: Sequence[str]) -> str:

@@ -28,6 +28,8 @@ from audio.vad import SileroModel, Vad, VadConfig
 from desktop.bench.table import Row, Target, render, row
 from desktop.bench.turn_clips import TurnClip, turn_clips
 from desktop.bench.turn_sim import FRAME, PREROLL_S, Delays, Hear, Samples, SimClock, SimResult, TurnSim
+from desktop.config import AudioConfig
+from desktop.pipeline.voice import endpoint_config, pause_ms
 
 HANGOVER_MS = 600.0  # today's fixed end-of-speech silence
 TRAILING_S = 3.5  # silence after each clip: more than the longest wait
@@ -73,6 +75,7 @@ async def evaluate_turns(
     clips: Sequence[TurnClip] | None = None,
     vad_threshold: float = 0.5,
     delays: Delays | None = None,
+    pause_ms: float = PAUSE_SILENCE_MS,
 ) -> TurnEval:
     """Every clip under the policy (`transcriber` None: no words, so the policy does not wait for them).
 
@@ -98,14 +101,14 @@ async def evaluate_turns(
         audio = clip.until(len(clip.audio()) / RATE, TRAILING_S)
         silero.reset()
         clock = SimClock()
-        vad = Vad(VadConfig(vad_threshold, min_silence_ms=PAUSE_SILENCE_MS), silero)
+        vad = Vad(VadConfig(vad_threshold, min_silence_ms=pause_ms), silero)
         policy = EndpointPolicy(clock, config)
         sim = await TurnSim(vad, policy, clock, judge, hear, delays).run(audio)
         out.model_ms += sim.model_ms
         out.asr_ms += sim.asr_ms
         silero.reset()
         hangover_vad = Vad(VadConfig(vad_threshold, min_silence_ms=HANGOVER_MS), silero)
-        baseline = await _hangover(hangover_vad, audio, hear, delays.asr_ms)
+        baseline = await hangover(hangover_vad, audio, hear, delays.asr_ms)
         out.clips.append(_clip_turns(clip, sim, baseline))
     return out
 
@@ -116,7 +119,7 @@ class _Hangover:
     text_ready: float | None  # when a Whisper pass started at the last report would deliver
 
 
-async def _hangover(vad: Vad, audio: Samples, hear: Hear | None, asr_ms: float | None) -> _Hangover:
+async def hangover(vad: Vad, audio: Samples, hear: Hear | None, asr_ms: float | None) -> _Hangover:
     """A fixed-hangover VAD: when it reports each end of speech, and the words of the last utterance after it."""
     ends, start = [], 0.0
     for offset in range(0, len(audio) - FRAME + 1, FRAME):
@@ -198,23 +201,26 @@ async def _main(args: argparse.Namespace) -> None:
     await model.preload(CancelSignal())
     if transcriber is not None:
         await transcriber.preload(CancelSignal())
-    config = EndpointConfig(wait_for_words=transcriber is not None)
+    config = replace(endpoint_config(AudioConfig(), use_model=True), wait_for_words=transcriber is not None)
     config = replace(config, max_wait_ms=args.max_wait_ms, min_silence_ms=args.min_silence_ms, reask_ms=args.reask_ms)
     config = replace(config, statement_wait_ms=args.statement_wait_ms, punctuated=not args.no_punctuation)
-    result = await evaluate_turns(model, transcriber, config, delays=Delays(args.model_ms, args.asr_ms))
+    delays = Delays(args.model_ms, args.asr_ms)
+    result = await evaluate_turns(model, transcriber, config, delays=delays, pause_ms=args.pause_ms)
     print("\n".join(_details(result)))
     print()
-    delays = f"answer delays: Smart Turn {args.model_ms or 'measured'}, Whisper {args.asr_ms or 'measured'} ms"
-    print(render(turn_rows(result), [f"policy: {config}", delays]))
+    said = f"answer delays: Smart Turn {args.model_ms or 'measured'}, Whisper {args.asr_ms or 'measured'} ms"
+    print(render(turn_rows(result), [f"policy: {config}", f"VAD pause {args.pause_ms:g} ms", said]))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="End-of-turn evaluation on assets/fixtures/turns")
     parser.add_argument("--no-words", action="store_true", help="no Whisper pass: Smart Turn and silence only")
-    parser.add_argument("--max-wait-ms", type=float, default=EndpointConfig.max_wait_ms)
-    parser.add_argument("--min-silence-ms", type=float, default=EndpointConfig.min_silence_ms)
-    parser.add_argument("--reask-ms", type=float, default=EndpointConfig.reask_ms)
-    parser.add_argument("--statement-wait-ms", type=float, default=EndpointConfig.statement_wait_ms)
+    app = endpoint_config(AudioConfig(), use_model=True)  # the defaults are the app's
+    parser.add_argument("--pause-ms", type=float, default=pause_ms(AudioConfig()), help="the VAD silence that asks")
+    parser.add_argument("--max-wait-ms", type=float, default=app.max_wait_ms)
+    parser.add_argument("--min-silence-ms", type=float, default=app.min_silence_ms)
+    parser.add_argument("--reask-ms", type=float, default=app.reask_ms)
+    parser.add_argument("--statement-wait-ms", type=float, default=app.statement_wait_ms)
     parser.add_argument("--no-punctuation", action="store_true", help="a missing full stop is no evidence")
     parser.add_argument("--model-ms", type=float, help="fixed Smart Turn answer delay (default: measured)")
     parser.add_argument("--asr-ms", type=float, help="fixed Whisper pass delay (default: measured)")

@@ -49,6 +49,7 @@ async def open_engine(
             tools=tools,
             budgets=Budgets(retries=config.llm.retries, reply_s=config.llm.max_reply_s),
             summary={**config.summary(), "voice": voice},
+            speculative_requests=config.llm.speculative_requests,
         )
         async with open_conversation(parts) as conversation:
             yield conversation

@@ -1,9 +1,14 @@
 """The listening half: cleaned microphone audio → utterances → transcripts → the conversation, with barge-in.
 
-A barge-in pauses the reply at once (the detector does that); the utterance's own incremental
-transcript then decides: words cancel the turn (keeping the inbox, so the interruption is the next
-input), no words resume the reply. Every task started here runs in the task group `open_ears` opens,
-so leaving it means every transcription and barge-in resolution has ended.
+The end of a hands-free turn is decided by evidence (desktop/pipeline/turn_end.py over audio.endpoint): a short
+pause opens the question, the end-of-turn model, the speculative final pass and the silence answer it; the
+turn's text is the final pass already made. While the user speaks, the conversation reads the request their
+words so far would make (engine.speculation). Push-to-talk ends an utterance at the release instead.
+
+A barge-in pauses the reply at once (the detector does that); the utterance's own incremental transcript then
+decides: words cancel the turn (keeping the inbox, so the interruption is the next input), no words resume the
+reply. Every task started here runs in the task group `open_ears` opens, so leaving it means every transcription,
+end-of-turn check and barge-in resolution has ended.
 """
 
 from __future__ import annotations
@@ -11,42 +16,29 @@ from __future__ import annotations
 import collections
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.asr.incremental import IncrementalTranscriber
-from adapters.contract import CancelSignal, Disposed, User
+from adapters.contract import Disposed, User
 from adapters.contract.speech_io import Transcriber, Transcript
 from adapters.contract.tasks import ErrorHandler, Tasks, open_tasks
 from audio.bargein import BargeInDetector
+from audio.endpoint import EndpointPolicy, TurnEnded
 from audio.events import BargeIn, BargeInConfirmed, CaptureFailed, FalseBargeInResumed, SpeechEnded, SpeechStarted
 from audio.ports import AudioSink, Frame
+from desktop.pipeline.turn_end import TurnEnd
+from desktop.pipeline.utterance import FILLERS, TurnTaking, Utterance, says_something
 from engine.clock import Clock
 from engine.conversation import Conversation
 from engine.events import State, StateChanged
 from engine.inbox import UserInput
 
+__all__ = ["FILLERS", "Ears", "TurnTaking", "open_ears", "says_something"]
+
 PREROLL_S = 0.4  # audio kept from before the VAD's onset, so the first syllable is not cut
 WORDS_POLL_S = 0.05
+DECISIONS_KEPT = 64
 ARMED_STATES = frozenset({State.THINKING, State.SPEAKING, State.BACKING_OFF})
-# Backchannels: the listener is following along, not taking the turn. They neither interrupt nor get answered.
-FILLERS = frozenset("ah aha eh er hm hmm huh mhm mm mmm oh uh uhhuh um ummm mmhmm yeah".split())
-
-
-def says_something(transcript: Transcript) -> bool:
-    """True when the transcript holds a word that is not a filler or backchannel."""
-    words = ("".join(ch for ch in w.text.lower() if ch.isalpha()) for w in transcript.words)
-    return any(word and word not in FILLERS for word in words)
-
-
-@dataclass
-class _Utterance:
-    started_at: float
-    transcript: IncrementalTranscriber
-    signal: CancelSignal = field(default_factory=CancelSignal)
-    push_to_talk: bool = False
-    ended: Transcript | None = None
-    done: bool = False
 
 
 class Ears:
@@ -61,6 +53,7 @@ class Ears:
         clock: Clock,
         tasks: Tasks,
         *,
+        turn_taking: Callable[[], TurnTaking],
         on_utterance: Callable[[float, Transcript], None] | None = None,
         resume_false_interruptions: bool = True,
     ) -> None:
@@ -73,11 +66,13 @@ class Ears:
         self._on_utterance = on_utterance
         self._resume = resume_false_interruptions
         self._preroll: collections.deque[Frame] = collections.deque()
-        self._current: _Utterance | None = None
+        self._current: Utterance | None = None
         self.failure: CaptureFailed | None = None
         self.barge_ins: list[BargeIn] = []
         self.stop_ms: dict[int, float] = {}
         self.silent_at: dict[int, float] = {}  # when each interrupted turn's output went silent (clock)
+        self.decisions: collections.deque[TurnEnded] = collections.deque(maxlen=DECISIONS_KEPT)  # the latest, in order
+        self._turn_end = TurnEnd(conversation, clock, turn_taking, self._own, self._decided)
         self._unsubscribe = conversation.subscribe(self._on_engine_event)
 
     def on_audio(self, frame: Frame) -> None:
@@ -85,13 +80,14 @@ class Ears:
         while self._preroll and self._preroll[0].end < frame.end - PREROLL_S:
             self._preroll.popleft()
         if self._current is not None:
-            self._current.transcript.append(frame.samples)
+            self._current.transcript.append(frame.samples, frame.end)
 
     def on_event(self, event: object) -> None:
-        if isinstance(event, SpeechStarted) and self._current is None:
+        current = self._current
+        if isinstance(event, SpeechStarted | SpeechEnded) and current is not None and current.policy is not None:
+            self._turn_end.on_vad(current, event)
+        elif isinstance(event, SpeechStarted) and current is None:
             self._begin(event.at)
-        elif isinstance(event, SpeechEnded) and self._current is not None and not self._current.push_to_talk:
-            self._end(event.at)
         elif isinstance(event, BargeIn):
             self.barge_ins.append(event)
             self._conversation.record("barge_in/detected", source=event.source, onset=event.at, at=event.detected_at)
@@ -106,7 +102,7 @@ class Ears:
         if confirmed is not None and turn is not None:
             self._own(self._interrupt, turn.id, confirmed, confirmed.at, name="push-to-talk")
         if self._current is not None:
-            self._current.push_to_talk = True
+            self._current.hands_over()
         else:
             self._begin(self._clock.now(), push_to_talk=True)
 
@@ -122,22 +118,45 @@ class Ears:
         """Stop listening to the conversation; the utterance under way is dropped (its group then ends)."""
         self._unsubscribe()
         if self._current is not None:
+            self._current.drop_pause()
             self._current.signal.set(Disposed())
 
+    # An utterance from onset to its end
+
     def _begin(self, at: float, *, push_to_talk: bool = False) -> None:
-        utterance = _Utterance(at, IncrementalTranscriber(self._transcriber), push_to_talk=push_to_talk)
+        policy = None if push_to_talk else EndpointPolicy(self._clock, self._turn_end.config())
+        transcript = IncrementalTranscriber(self._transcriber, self._clock, on_partial=self._partial)
+        utterance = Utterance(at, transcript, policy)
         for frame in self._preroll:
-            utterance.transcript.append(frame.samples)
+            utterance.transcript.append(frame.samples, frame.end)
         self._current = utterance
         self._conversation.set_input_state(State.LISTENING)
+        self._conversation.speculate("")  # the system prompt and the history, while the user speaks
         self._own(utterance.transcript.run, utterance.signal, name="asr-partials")
+        self._turn_end.start(utterance)
+
+    def _partial(self, transcript: Transcript) -> None:
+        """While the user speaks, the model reads their words so far: at the pause little is left to read."""
+        if says_something(transcript):
+            self._conversation.speculate(transcript.text)
 
     def _end(self, at: float) -> None:
+        """Push-to-talk released (or hands-free switched off): the utterance ends now, with one last pass if needed."""
         utterance, self._current = self._current, None
         assert utterance is not None
-        self._own(self._finish, utterance, at, name="asr-final")
+        utterance.over = True
+        utterance.poke()
+        self._own(self._finish, utterance, at, None, name="asr-final")
 
-    async def _finish(self, utterance: _Utterance, end_at: float) -> None:
+    def _decided(self, utterance: Utterance, ended: TurnEnded) -> None:
+        """The policy ended the turn: the utterance's final transcript (the pause's pass) goes to the conversation."""
+        self.decisions.append(ended)
+        if self._current is utterance:
+            self._current = None
+        self._own(self._finish, utterance, ended.speech_ended_at, ended, name="turn-decided")
+
+    async def _finish(self, utterance: Utterance, end_at: float, ended: TurnEnded | None) -> None:
+        """The utterance's final transcript (the speculative pass when the policy decided) goes to the conversation."""
         self._conversation.set_input_state(State.TRANSCRIBING)
         started = self._clock.now()
         try:
@@ -147,11 +166,27 @@ class Ears:
             self._conversation.set_input_state(State.IDLE)
         utterance.ended = transcript
         if not says_something(transcript):
+            utterance.drop_pause()
             return
-        asr_ms = round((self._clock.now() - started) * 1000, 1)
+        metrics = self._metrics(utterance, ended, started)
         if self._on_utterance is not None:
             self._on_utterance(end_at, transcript)
-        self._conversation.submit(UserInput(transcript.text, source="voice", metrics={"asr_ms": asr_ms}))
+        self._conversation.submit(UserInput(transcript.text, source="voice", metrics=metrics))
+
+    def _metrics(self, utterance: Utterance, ended: TurnEnded | None, started: float) -> dict[str, float]:
+        """eot_ms: end of speech → turn decided; asr_final_ms: decided → its text ready; asr_ms: the pass's time."""
+        now, pause = self._clock.now(), utterance.pause
+        if ended is None:  # push-to-talk: the final pass ran after the release
+            return {"asr_ms": round((now - started) * 1000, 1)}
+        metrics = {
+            "eot_ms": round((ended.at - ended.speech_ended_at) * 1000, 1),
+            "asr_final_ms": round(max(0.0, now - ended.at) * 1000, 1),
+        }
+        if pause is not None and pause.asr_ms is not None:
+            metrics["asr_ms"] = pause.asr_ms
+        return metrics
+
+    # Barge-in
 
     async def _resolve(self, barge_in: BargeIn) -> None:
         turn = self._conversation.live_turn
@@ -170,14 +205,16 @@ class Ears:
         self._conversation.add_metrics(turn, stop_ms=self.stop_ms[turn])
         await self._conversation.cancel(User(), keep_inbox=True)
         self._sink.resume()
+        if self._current is not None and not self._current.over:
+            self._conversation.speculate("")  # the interruption's turn: its prompt, while the user goes on
 
-    async def _has_words(self, utterance: _Utterance | None) -> bool:
-        """True once the interrupting speech shows words; False once it ended without any."""
+    async def _has_words(self, utterance: Utterance | None) -> bool:
+        """True once the interrupting speech shows words; False once it ended (or paused) without any."""
         while utterance is not None and self._resume:
             latest = utterance.ended or utterance.transcript.latest
             if latest is not None and says_something(latest):
                 return True
-            if utterance.done:
+            if utterance.done or utterance.heard_nothing():
                 return False
             await self._clock.sleep(WORDS_POLL_S)
         return True
@@ -202,6 +239,7 @@ async def open_ears(
     clock: Clock,
     *,
     on_error: ErrorHandler,
+    turn_taking: Callable[[], TurnTaking],
     on_utterance: Callable[[float, Transcript], None] | None = None,
     resume_false_interruptions: bool = True,
 ) -> AsyncIterator[Ears]:
@@ -214,6 +252,7 @@ async def open_ears(
             sink,
             clock,
             tasks,
+            turn_taking=turn_taking,
             on_utterance=on_utterance,
             resume_false_interruptions=resume_false_interruptions,
         )

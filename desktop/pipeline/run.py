@@ -172,6 +172,7 @@ async def open_voice_session(
             tools=builtin_tools(out / "notes.txt"),
             budgets=Budgets(retries=config.llm.retries, reply_s=config.llm.max_reply_s),
             summary=config.summary(),
+            speculative_requests=config.llm.speculative_requests,
         )
         conversation = await stack.enter_async_context(open_conversation(parts))
         binding = await stack.enter_async_context(pipeline.attached(conversation))

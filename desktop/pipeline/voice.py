@@ -23,9 +23,11 @@ import numpy as np
 from adapters.contract import CancelSignal
 from adapters.contract.speech_io import Synthesizer, Transcriber
 from adapters.contract.tasks import Tasks, open_tasks
+from adapters.contract.turn import EndOfTurnModel
 from adapters.llm.models import ModelError
 from audio.aec import EchoCanceller
 from audio.bargein import BargeInDetector
+from audio.endpoint import PAUSE_SILENCE_MS, EndpointConfig
 from audio.events import (
     AudioUnavailable,
     CaptureFailed,
@@ -42,7 +44,7 @@ from audio.ports import Clock, Frame, run_blocking
 from audio.vad import Vad, VadConfig
 from desktop.config import AudioConfig
 from desktop.pipeline.devices import Devices
-from desktop.pipeline.ears import Ears, open_ears
+from desktop.pipeline.ears import Ears, TurnTaking, open_ears
 from desktop.pipeline.facts import (
     EchoProtectionOff,
     EchoProtectionOn,
@@ -69,6 +71,7 @@ LEVEL_FLOOR_DB = -60.0  # this quiet or quieter shows as an empty meter; 0 dBFS 
 RELISTEN_S = 1.0  # after the microphone failed, listen again this often: a stalled device may come back
 WHISPER = "speech recognition (Whisper)"
 PIPER = "Parley's voice (Piper)"
+SMART_TURN = "end-of-turn model (Smart Turn)"
 
 
 class _Preloads(Protocol):
@@ -89,6 +92,21 @@ class Binding:
     ears: Ears
     metrics: SessionMetrics
     first_heard: Callable[[int], float | None]  # when a turn's reply was first audible, by the device's clock
+
+
+def endpoint_config(audio: AudioConfig, *, use_model: bool) -> EndpointConfig:
+    """The end-of-turn policy's settings from the [audio] configuration."""
+    return EndpointConfig(
+        max_wait_ms=audio.max_turn_wait_ms,
+        min_silence_ms=audio.min_silence_ms,
+        statement_wait_ms=audio.statement_wait_ms,
+        use_model=use_model,
+    )
+
+
+def pause_ms(audio: AudioConfig) -> float:
+    """The VAD's silence: a pause this long asks whether the turn is over (audio.endpoint)."""
+    return min(PAUSE_SILENCE_MS, float(audio.min_silence_ms))
 
 
 def level_of(samples: np.ndarray) -> float:
@@ -115,7 +133,10 @@ class VoicePipeline:
         *,
         listening: bool = False,
         speaker: bool = True,
+        turn_model: EndOfTurnModel | None = None,
     ) -> None:
+        """`turn_model`: the end-of-turn model to use (default: Smart Turn, loaded with the others when
+        `audio.turn_model` is on; the words and the silence alone decide while it is missing)."""
         self.devices = devices
         self.transcriber = transcriber
         self.synthesizer = synthesizer
@@ -141,6 +162,7 @@ class VoicePipeline:
         self._binding: Binding | None = None
         self._level: list[np.ndarray] = []
         self._level_samples = 0
+        self._turn_model = turn_model
 
     # What runs it
 
@@ -183,6 +205,11 @@ class VoicePipeline:
         if not self._listening:
             self._quiet()
 
+    def turn_taking(self) -> TurnTaking:
+        """How Ears decides that a turn is over (read at each utterance: the model may load later)."""
+        model = self._turn_model if self.audio.turn_model else None
+        return TurnTaking(endpoint_config(self.audio, use_model=model is not None), model)
+
     @asynccontextmanager
     async def attached(self, conversation: Conversation) -> AsyncIterator[Binding]:
         """Spoken input goes to `conversation` and barge-in cancels its turns, for the block."""
@@ -194,6 +221,7 @@ class VoicePipeline:
             self.devices.sink,
             self.clock,
             on_error=self._failed,
+            turn_taking=self.turn_taking,
             on_utterance=metrics.utterance,
             resume_false_interruptions=self.audio.false_interruption_resume,
         ) as ears:
@@ -228,7 +256,7 @@ class VoicePipeline:
         tasks.start(self._load_models, name="load-models")
         try:
             vad = await run_blocking(
-                lambda: Vad(VadConfig(self.audio.vad_threshold, min_silence_ms=self.audio.min_silence_ms))
+                lambda: Vad(VadConfig(self.audio.vad_threshold, min_silence_ms=pause_ms(self.audio)))
             )
         except VadUnavailable as error:
             self._unheard(MicrophoneFailed(str(error)))
@@ -281,8 +309,27 @@ class VoicePipeline:
         try:
             await self._load(WHISPER, self.transcriber, "speech recognition")
             await self._load(PIPER, self.synthesizer, "Parley's voice")
+            await self._load_turn_model()
         finally:
             self.loaded.set()
+
+    async def _load_turn_model(self) -> None:
+        """Smart Turn, unless turned off or given; without it the words and the silence decide (logged)."""
+        if self._turn_model is not None or not self.audio.turn_model:
+            return
+        started = self.clock.now()
+        self._on_fact(ModelLoading(SMART_TURN, "loading"))
+        try:
+            from adapters.turn.smart_turn import SmartTurn
+
+            model = await run_blocking(SmartTurn)  # finding the file scans the wheel's file list
+            await model.preload(CancelSignal())
+        except ModelError as error:
+            log.warning("no end-of-turn model, the words and the silence decide: %s", error)
+            self._on_fact(ModelLoading(SMART_TURN, "failed", self.clock.now() - started))
+            return
+        self._turn_model = model
+        self._on_fact(ModelLoading(SMART_TURN, "ready", self.clock.now() - started))
 
     async def _load(self, label: str, model: _Preloads, what: SpeechModel) -> None:
         started = self.clock.now()
@@ -420,8 +467,11 @@ async def open_pipeline(
     *,
     on_fact: Callable[[PipelineFact], None],
     listening: bool = False,
+    turn_model: EndOfTurnModel | None = None,
 ) -> AsyncIterator[VoicePipeline]:
     """A running pipeline for the block (see VoicePipeline.running)."""
-    pipeline = VoicePipeline(devices, transcriber, synthesizer, clock, audio, listening=listening)
+    pipeline = VoicePipeline(
+        devices, transcriber, synthesizer, clock, audio, listening=listening, turn_model=turn_model
+    )
     async with pipeline.running(on_fact):
         yield pipeline

@@ -18,7 +18,7 @@ from adapters.contract import (
     Usage,
 )
 from adapters.contract.llm import EMPTY_RESPONSE, FailureCode
-from adapters.contract.workers import run_blocking
+from adapters.contract.workers import StopFlag, run_blocking, run_job
 from engine.clock import Clock, MonotonicClock
 
 
@@ -81,6 +81,9 @@ class FakeLlm:
         self.calls: list[GenerateOptions] = []
         self.open_streams = 0
         self.started = threading.Event()
+        self.prefills: list[GenerateOptions] = []  # prompts read ahead (engine.speculation), never sent anywhere
+        self.prefill_s = 0.005  # how long reading a prompt keeps its worker thread busy
+        self.prefill_threads = 0  # prefill threads that have not returned
 
     @property
     def provider(self) -> str:
@@ -103,6 +106,18 @@ class FakeLlm:
                 yield chunk
         finally:
             self.open_streams -= 1
+
+    async def prefill(self, options: GenerateOptions, signal: CancelSignal) -> None:
+        """Read a prompt ahead of its request: one blocking step in a worker thread that returns on `signal`."""
+        self.prefills.append(options)
+        await run_job(self._read, signal)
+
+    def _read(self, stop: StopFlag) -> None:
+        self.prefill_threads += 1
+        try:
+            stop.wait(self.prefill_s)
+        finally:
+            self.prefill_threads -= 1
 
     async def _play(self, script: Script, signal: CancelSignal) -> AsyncGenerator[StreamChunk, None]:
         content = False

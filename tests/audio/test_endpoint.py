@@ -215,3 +215,10 @@ def test_a_tick_at_the_deadline_decides_despite_float_rounding(silence_from: flo
         if decisions:
             assert decisions == [TurnEnded(check.pause, silence_from, deadline, "max_wait")]
     assert not policy.in_turn
+
+
+async def test_a_pause_without_any_words_ends_the_utterance_at_once() -> None:
+    clock = VirtualClock()
+    policy = EndpointPolicy(clock, EndpointConfig(statement_wait_ms=1000))
+    silence_from, check = await _pause(clock, policy)
+    assert policy.heard("", until=clock.now()) == [TurnEnded(check.pause, silence_from, clock.now(), "no_words")]

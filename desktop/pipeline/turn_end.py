@@ -1,0 +1,115 @@
+"""Whether a hands-free utterance is over: its EndpointPolicy (audio.endpoint) fed with the VAD, the end-of-turn model,
+the speculative final pass and the clock, and the speculative start of the reply made on each pause.
+
+A pause opens the question: the model (in its own bounded worker) hears the audio so far, Whisper's final pass
+runs on it, and once its words are in the conversation reads the request they would make (and, if they look
+finished, begins the reply). If the user goes on, that pause's work is dropped; when the policy decides, the
+utterance is handed back to Ears with the final pass already made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from adapters.contract.turn import EndOfTurnModel
+from audio.endpoint import CheckTurn, Decision, EndpointConfig, TurnEnded, TurnResumed
+from audio.events import SpeechEnded, SpeechStarted
+from audio.turn_words import looks_unfinished
+from desktop.pipeline.utterance import MODEL, WORDS, Pause, TurnTaking, Utterance, says_something
+from engine.clock import Clock
+from engine.conversation import Conversation
+
+Own = Callable[..., None]  # start owned work: own(fn, *args, name=...)
+
+
+class TurnEnd:
+    """Runs the end-of-turn decision of each hands-free utterance; `decided(utterance, ended)` hands it back."""
+
+    def __init__(
+        self,
+        conversation: Conversation,
+        clock: Clock,
+        turn_taking: Callable[[], TurnTaking],
+        own: Own,
+        decided: Callable[[Utterance, TurnEnded], None],
+    ) -> None:
+        self._conversation = conversation
+        self._clock = clock
+        self._turn_taking = turn_taking
+        self._own = own
+        self._decided = decided
+
+    def config(self) -> EndpointConfig:
+        """The policy's settings for a new utterance (the model may have loaded since the last one)."""
+        return self._turn_taking().config
+
+    def start(self, utterance: Utterance) -> None:
+        """The utterance's speech began: from now on its pauses are questions."""
+        if utterance.policy is not None:
+            utterance.policy.on_vad(SpeechStarted(utterance.started_at))
+            self._own(self._watch, utterance, name="end-of-turn")
+
+    def on_vad(self, utterance: Utterance, event: SpeechStarted | SpeechEnded) -> None:
+        if utterance.policy is not None:
+            self._apply(utterance, utterance.policy.on_vad(event))
+
+    async def _watch(self, utterance: Utterance) -> None:
+        """The policy's clock: tick at each deadline it names, until the turn is decided (or push-to-talk took it)."""
+        policy = utterance.policy
+        while not utterance.over and policy is not None and utterance.policy is policy:
+            await utterance.wait(policy.deadline(), self._clock.sleep, self._clock.now())
+            if not utterance.over and utterance.policy is policy:
+                self._apply(utterance, policy.tick())
+
+    def _apply(self, utterance: Utterance, decisions: list[Decision]) -> None:
+        for decision in decisions:
+            if utterance.over:
+                break
+            if isinstance(decision, CheckTurn):
+                self._check(utterance, decision)
+            elif isinstance(decision, TurnResumed):
+                utterance.drop_pause()
+            else:
+                self._end(utterance, decision)
+        utterance.poke()
+
+    def _check(self, utterance: Utterance, check: CheckTurn) -> None:
+        """Ask the model about the audio so far; on a new pause, also start the speculative final pass."""
+        pause = utterance.pause
+        if pause is None or pause.number != check.pause:
+            utterance.drop_pause()
+            pause = utterance.pause = Pause(check.pause, check.silence_from)
+            self._run(pause, WORDS, self._speculate, utterance, pause, name="speculative-asr")
+        model = self._turn_taking().model
+        if model is not None:
+            self._run(pause, MODEL, self._ask_model, utterance, pause, model, name="end-of-turn-model")
+
+    async def _ask_model(self, utterance: Utterance, pause: Pause, model: EndOfTurnModel) -> None:
+        probability = await model.predict(utterance.transcript.audio(), pause.signal)
+        if utterance.policy is not None:
+            self._apply(utterance, utterance.policy.model_said(pause.number, probability))
+
+    async def _speculate(self, utterance: Utterance, pause: Pause) -> None:
+        """The final pass at the pause; its words go to the policy, and the conversation reads their request."""
+        started = self._clock.now()
+        words = await utterance.transcript.speculate(pause.signal, pause.since)
+        pause.words, pause.words_at = words, self._clock.now()
+        pause.asr_ms = round((pause.words_at - started) * 1000, 1)
+        said = says_something(words)
+        if said and not utterance.over:
+            finished = not looks_unfinished(words.text, punctuated=True)  # then begin the reply too
+            pause.speculation = self._conversation.speculate(words.text, ahead=finished)
+        if utterance.policy is not None:
+            until = utterance.transcript.covered_until or pause.words_at
+            self._apply(utterance, utterance.policy.heard(words.text if said else "", until))
+
+    def _end(self, utterance: Utterance, ended: TurnEnded) -> None:
+        utterance.over = True
+        utterance.poke()
+        if utterance.pause is not None:
+            utterance.pause.cancel(MODEL)  # its answer no longer matters; the final pass and the prefill go on
+        self._decided(utterance, ended)
+
+    def _run(self, pause: Pause, kind: str, fn: Callable[..., Awaitable[Any]], *args: Any, name: str) -> None:
+        self._own(pause.run, kind, fn, *args, name=name)

@@ -1,0 +1,182 @@
+"""The end of a turn in the one voice pipeline, on the virtual clock: real Silero on the pause fixtures, scripted
+transcripts, a scripted end-of-turn model, the engine's fake LLM (which prefills) and the fake voice."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from adapters.contract import CancelSignal, User
+from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Transcript
+from adapters.contract.workers import running
+from adapters.testing_speech import FakeSynthesizer, FakeTranscriber
+from adapters.testing_turn import FakeEndOfTurnModel
+from audio.wav import load_wav
+from desktop.assets import fixture
+from desktop.config import AudioConfig
+from desktop.pipeline.devices import fixture_devices
+from desktop.pipeline.scenario_play import Stage, poll, until_quiet
+from desktop.pipeline.voice import open_pipeline
+from engine.conversation import EngineParts, open_conversation
+from engine.journal import Journal, read_events
+from engine.testing import FakeLlm, VirtualClock, reply
+from tests.conformance.speech_harness import until
+
+pytestmark = pytest.mark.anyio
+ROME = "Tell me about the history of the city of Rome."
+WEATHER = "What's the weather like today?"
+
+
+class ByLength:
+    """Hears `text` of the last step whose start (seconds of audio) the input reaches: a growing utterance is heard
+    as it grows. Same thread and cancellation as FakeTranscriber."""
+
+    def __init__(self, steps: Sequence[tuple[float, str]]) -> None:
+        self._steps = [(at, FakeTranscriber(text)) for at, text in steps]
+        self.heard: list[str] = []
+
+    @property
+    def sample_rate(self) -> int:
+        return ASR_SAMPLE_RATE
+
+    async def preload(self, signal: CancelSignal) -> None:
+        return None
+
+    async def transcribe(
+        self, samples: Samples, signal: CancelSignal, *, sample_rate: int = ASR_SAMPLE_RATE
+    ) -> Transcript:
+        seconds = len(samples) / sample_rate
+        fake = next(f for at, f in reversed(self._steps) if seconds >= at)
+        transcript = await fake.transcribe(samples, signal, sample_rate=sample_rate)
+        self.heard.append(transcript.text)
+        return transcript
+
+
+class Voice(FakeSynthesizer):
+    async def preload(self, signal: CancelSignal) -> None:
+        return None
+
+
+@dataclass
+class Rig:
+    stage: Stage
+    llm: FakeLlm
+    journal: Journal
+
+    def say(self, name: str, after_s: float = 0.2) -> float:
+        """Play a pause fixture into the microphone `after_s` from now; returns when its speech ends (clock)."""
+        files, clip = self.stage.files, fixture("turns") / f"{name}.wav"
+        at = self.stage.clock.now() + after_s - files.started_at
+        files.add(clip, at)
+        return files.started_at + at + len(load_wav(clip)) / ASR_SAMPLE_RATE
+
+    def of(self, type_: str) -> list[dict[str, Any]]:
+        return [e for e in read_events(self.journal.path) if e["type"] == type_]
+
+
+@asynccontextmanager
+async def rig(
+    tmp_path: Path, transcriber: ByLength, *, probability: float = 0.9, statement_wait_ms: int = 1000
+) -> AsyncIterator[Rig]:
+    clock = VirtualClock()
+    audio = replace(AudioConfig(), statement_wait_ms=statement_wait_ms, max_turn_wait_ms=2000)
+    devices = fixture_devices(clock, 16000, output=tmp_path / "output.wav")
+    assert devices.files is not None
+    assert devices.recording is not None
+    llm = FakeLlm([reply(f"Answer {n}. " * 3) for n in range(1, 4)], clock=clock)
+    model = FakeEndOfTurnModel(probability)
+    async with clock.autojump():
+        pipeline = open_pipeline(
+            devices, transcriber, Voice(), clock, audio, on_fact=lambda _f: None, listening=True, turn_model=model
+        )
+        async with pipeline as voice:
+            await voice.loaded.wait()
+            with Journal(tmp_path / "journal.jsonl", wall=clock.now) as journal:
+                parts = EngineParts(llm=llm, speech=voice.speech, journal=journal, clock=clock)
+                async with open_conversation(parts) as conversation, voice.attached(conversation) as binding:
+                    await voice.microphone_open.wait()
+                    yield Rig(Stage(clock, binding, devices.files, devices.recording), llm, journal)
+
+
+async def test_a_pause_mid_sentence_stays_one_turn_holding_both_halves(tmp_path: Path) -> None:
+    heard = ByLength([(0.0, "Tell me about"), (2.0, ROME)])
+    async with rig(tmp_path, heard) as r:
+        r.say("rome_about")  # "Tell me about" . . . 0.8 s . . . "the history of the city of Rome."
+        await until_quiet(r.stage)
+        assert [e["text"] for e in r.of("user/message")] == [ROME]
+        assert len(r.of("turn/start")) == 1
+        assert "Tell me about" in heard.heard, "the pause was heard (and its words held the turn open)"
+        assert r.llm.calls[0].messages[-1].content == ROME
+
+
+async def test_a_complete_question_is_decided_without_waiting_for_the_maximum(tmp_path: Path) -> None:
+    async with rig(tmp_path, ByLength([(0.0, WEATHER)])) as r:
+        r.say("q_weather")
+        await until_quiet(r.stage)
+        (decided,) = r.stage.binding.ears.decisions
+        assert decided.reason == "model"
+        (metrics,) = r.of("metrics/turn")
+        assert metrics["eot_ms"] < 2000, "the maximum wait (2 s) did not end it"
+        assert metrics["asr_final_ms"] == 0, "the text was the speculative pass, ready at the decision"
+        assert metrics["prefilled"] == 1.0, "the model had read the very request before the decision"
+
+
+async def test_a_turn_resumed_after_a_speculative_start_is_one_turn_one_request_and_no_early_audio(
+    tmp_path: Path,
+) -> None:
+    # at the pause the words look finished (not a question: held for the statement wait): the request is prefilled
+    heard = ByLength([(0.0, "Tell me about Rome."), (2.0, ROME)])
+    async with rig(tmp_path, heard) as r:
+        speech_end = r.say("rome_about")
+        await poll(r.stage.clock, lambda: next((p for p in r.llm.prefills if _user(p) == "Tell me about Rome."), None))
+        await until_quiet(r.stage)
+        assert [e["text"] for e in r.of("user/message")] == [ROME]
+        assert len(r.of("llm/request")) == 1
+        # the embedded model began a reply to the words at the pause; dropped when the user went on, unheard
+        assert [_user(c) for c in r.llm.calls] == ["Tell me about Rome.", ROME]
+        (message,) = r.of("assistant/message")
+        assert "Answer 2." in message["text"]
+        assert "Answer 1." not in message["text"]
+        first_audio = r.stage.binding.metrics.first_audible[1]
+        assert first_audio > speech_end
+        recording, origin = r.stage.recording.recording(), r.stage.recording.recording_start
+        before = recording[: max(0, round((first_audio - origin) * r.stage.recording.rate) - 1)]
+        assert float(np.abs(before).max(initial=0.0)) == 0.0, "nothing played before the turn's own reply"
+
+
+async def test_cancel_during_the_speculative_window_is_quiescent(tmp_path: Path) -> None:
+    heard = ByLength([(0.0, "Tell me about Rome."), (2.0, ROME)])
+    async with rig(tmp_path, heard) as r:
+        r.llm.prefill_s = 60.0  # a prefill that only a stop ends
+        conversation = r.stage.binding.conversation
+        r.say("rome_about")
+        assert await until(lambda: r.llm.prefill_threads > 0)  # (the clock stands still while a thread works)
+        r.llm.prefill_s = 0.005  # the ones the pipeline starts after this
+        spec = conversation.speculator.current
+        assert spec is not None
+        await conversation.cancel(User())
+        assert spec.ended.is_set(), "cancel returned while the speculation it found was still at work"
+        await until_quiet(r.stage)
+    assert running() == 0, "a thread outlived the pipeline"
+
+
+async def test_the_user_still_interrupts_a_reply(tmp_path: Path) -> None:
+    async with rig(tmp_path, ByLength([(0.0, WEATHER)])) as r:
+        r.llm.push(reply("Once upon a time there was a dragon who wanted to fly over the mountains. " * 6))
+        r.llm._scripts.insert(0, r.llm._scripts.pop())  # the long story first
+        r.say("q_weather")
+        first = await poll(r.stage.clock, lambda: r.stage.binding.metrics.first_audible.get(1))
+        r.say("q_weather", after_s=first - r.stage.clock.now() + 1.0)
+        await until_quiet(r.stage)
+        assert [e["outcome"] for e in r.of("turn/end")] == ["aborted", "completed"]
+        assert [e["source"] for e in r.of("barge_in/confirmed")] == ["vad"]
+
+
+def _user(options: Any) -> str:
+    return str(options.messages[-1].content)

@@ -1,0 +1,118 @@
+"""The incremental transcriber on the virtual clock: partial passes paced by the injected clock, the speculative
+final pass at a pause, and a final that reuses it when only quiet came after."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import numpy as np
+import pytest
+
+from adapters.asr.incremental import IncrementalTranscriber
+from adapters.contract.cancel import CancelSignal, User
+from adapters.contract.speech_io import ASR_SAMPLE_RATE
+from adapters.testing_speech import FakeTranscriber
+from engine.testing import VirtualClock
+from tests.conformance.speech_harness import until
+
+pytestmark = pytest.mark.anyio
+
+
+def _speech(seconds: float) -> np.ndarray:
+    return (0.3 * np.sin(np.arange(int(seconds * ASR_SAMPLE_RATE)) / 5)).astype(np.float32)
+
+
+def _quiet(seconds: float) -> np.ndarray:
+    return np.zeros(int(seconds * ASR_SAMPLE_RATE), dtype=np.float32)
+
+
+@asynccontextmanager
+async def _running(incremental: IncrementalTranscriber) -> AsyncIterator[CancelSignal]:
+    signal = CancelSignal()
+    runner = asyncio.create_task(incremental.run(signal))
+    try:
+        yield signal
+    finally:
+        signal.set(User())
+        await asyncio.wait({runner})
+        assert runner.exception() is None
+
+
+async def test_partial_passes_are_paced_by_the_injected_clock() -> None:
+    clock = VirtualClock()
+    incremental = IncrementalTranscriber(FakeTranscriber(step_s=0.001), clock, interval_s=0.8)
+    async with _running(incremental):
+        incremental.append(_speech(0.5), clock.now())
+        assert await until(lambda: incremental.passes == 1)
+        incremental.append(_speech(0.5), clock.now())
+        await clock.advance(0.5)  # before the interval: the loop still rests
+        assert incremental.passes == 1
+        await clock.advance(0.3)
+        assert await until(lambda: incremental.passes == 2)
+        assert incremental.covered_s == pytest.approx(1.0)
+
+
+async def test_quiet_audio_starts_no_partial_pass() -> None:
+    clock = VirtualClock()
+    incremental = IncrementalTranscriber(FakeTranscriber(step_s=0.001), clock, interval_s=0.2)
+    async with _running(incremental):
+        incremental.append(_speech(0.5), clock.now())
+        assert await until(lambda: incremental.passes == 1)
+        incremental.append(_quiet(1.0), clock.now() + 1.0)
+        await clock.advance(2.0)
+        assert incremental.passes == 1
+
+
+async def test_the_speculative_pass_covers_the_tail_a_partial_pass_left_out() -> None:
+    clock = VirtualClock()
+    fake = FakeTranscriber(step_s=0.001)
+    incremental = IncrementalTranscriber(fake, clock, interval_s=10.0, min_new_s=0.3)
+    async with _running(incremental) as signal:
+        incremental.append(_speech(0.5), 1000.5)
+        assert await until(lambda: incremental.passes == 1)
+        incremental.append(_speech(0.2), 1000.7)  # shorter than min_new_s: no partial pass covers it
+        incremental.append(_quiet(0.2), 1000.9)  # the pause the VAD reports
+        words = await incremental.speculate(signal, since=1000.7)
+        assert incremental.passes == 2
+        assert words.duration_s == pytest.approx(0.9)
+        assert incremental.covered_until == 1000.9
+        incremental.append(_quiet(0.5), 1001.4)  # the silence while the turn is decided
+        final = await incremental.finish(signal)
+    assert incremental.reused_final
+    assert final is words
+    assert incremental.passes == 2
+
+
+async def test_the_speculative_pass_reuses_a_pass_that_reaches_the_pause() -> None:
+    clock = VirtualClock()
+    incremental = IncrementalTranscriber(FakeTranscriber(step_s=0.001), clock, interval_s=10.0)
+    async with _running(incremental) as signal:
+        incremental.append(_speech(0.5), 1000.5)
+        incremental.append(_quiet(0.3), 1000.8)
+        assert await until(lambda: incremental.passes == 1)
+        assert incremental.covered_s == pytest.approx(0.8)
+        incremental.append(_quiet(0.1), 1000.9)
+        await incremental.speculate(signal, since=1000.5)
+    assert incremental.passes == 1
+
+
+async def test_speech_after_the_speculative_pass_gets_a_final_pass_of_its_own() -> None:
+    clock = VirtualClock()
+    incremental = IncrementalTranscriber(FakeTranscriber(step_s=0.001), clock, interval_s=10.0)
+    async with _running(incremental) as signal:
+        incremental.append(_speech(0.5), 1000.5)
+        incremental.append(_quiet(0.2), 1000.7)
+        await incremental.speculate(signal, since=1000.5)
+        incremental.append(_speech(0.5), 1001.2)  # the user went on
+        final = await incremental.finish(signal)
+    assert not incremental.reused_final
+    assert final.duration_s == pytest.approx(1.2)
+
+
+async def test_the_loop_ends_when_the_signal_fires() -> None:
+    incremental = IncrementalTranscriber(FakeTranscriber(), VirtualClock(), interval_s=0.1)
+    async with _running(incremental):
+        await asyncio.sleep(0)
+    assert incremental.latest is None

@@ -1,0 +1,188 @@
+"""Speculative prefill (engine.speculation): the request the next turn would send, read ahead and dropped without a
+trace; never a turn, never beside a real generation, quiescent on cancel, and nothing to a remote provider unless
+the user opted in (then on the record)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import AsyncGenerator
+from pathlib import Path
+
+import pytest
+
+from adapters.contract import CancelSignal, GenerateOptions, StreamChunk, User
+from adapters.contract.workers import running
+from engine.ahead import AHEAD_PIECES
+from engine.inbox import UserInput
+from engine.prompt import HistoryPrompt
+from engine.speculation import Speculation
+from engine.testing import FakeLlm, reply
+from tests.engine_kit import Kit, kit
+
+pytestmark = pytest.mark.anyio
+NOON = HistoryPrompt(wall=lambda: dt.datetime(2025, 6, 3, 12, 0, tzinfo=dt.UTC))
+QUESTION = "What is the capital of France?"
+
+
+class RemoteLike:
+    """A provider that cannot prefill (like any OpenAI-compatible server): only `stream`."""
+
+    def __init__(self, llm: FakeLlm) -> None:
+        self.llm = llm
+
+    @property
+    def provider(self) -> str:
+        return "remote"
+
+    @property
+    def model(self) -> str:
+        return "remote-1"
+
+    def stream(self, options: GenerateOptions, signal: CancelSignal) -> AsyncGenerator[StreamChunk, None]:
+        return self.llm.stream(options, signal)
+
+
+async def _ended(k: Kit, spec: Speculation | None) -> None:
+    assert spec is not None
+    await k.until(spec.ended.is_set, "the speculation to end")
+
+
+async def test_the_turn_takes_the_reply_its_speculation_began_one_request_on_the_record(tmp_path: Path) -> None:
+    async with kit(tmp_path, [reply("Paris is the capital.")], prompt=NOON) as k:
+        spec = k.conversation.speculate(QUESTION, ahead=True)
+        await _ended(k, spec)  # read, and the whole (short) reply generated ahead
+        assert spec is not None
+        assert spec.ahead is not None
+        assert spec.ahead.done
+        assert k.of_type("llm/request") == []
+        k.submit(QUESTION)
+        await k.until_turn_ended(1)
+        (prefill,) = k.llm.prefills
+        (request,) = k.llm.calls  # the turn took the generation: no second one
+        assert prefill.messages == request.messages
+        assert len(k.of_type("llm/request")) == 1
+        assert k.of_type("assistant/message")[0]["text"] == "Paris is the capital."
+        assert k.of_type("metrics/turn")[0]["prefilled"] == 1.0
+
+
+async def test_a_reply_generated_ahead_stops_after_a_sentence_or_so_until_its_turn_takes_it(tmp_path: Path) -> None:
+    story = " ".join(f"word{n}" for n in range(AHEAD_PIECES * 3))
+    async with kit(tmp_path, [reply(story)], prompt=NOON) as k:
+        spec = k.conversation.speculate(QUESTION, ahead=True)
+        assert spec is not None
+        await k.until(lambda: spec.ahead is not None and spec.ahead.pieces >= AHEAD_PIECES, "the reply ahead")
+        await k.clock.advance(5.0)
+        assert spec.ahead is not None
+        assert spec.ahead.pieces == AHEAD_PIECES
+        assert not spec.ahead.done
+        k.submit(QUESTION)
+        await k.until_turn_ended(1)
+        assert k.of_type("assistant/message")[0]["text"] == story
+        assert len(k.llm.calls) == 1
+
+
+async def test_a_dropped_speculation_leaves_nothing_on_the_record(tmp_path: Path) -> None:
+    async with kit(tmp_path, prompt=NOON) as k:
+        spec = k.conversation.speculate("Tell me about")
+        assert spec is not None
+        spec.drop()
+        await _ended(k, spec)
+        assert [e["type"] for e in k.of_type("turn/start") + k.of_type("llm/request")] == []
+
+
+async def test_the_words_so_far_can_be_left_out(tmp_path: Path) -> None:
+    async with kit(tmp_path, prompt=NOON) as k:
+        spec = k.conversation.speculate("")
+        await _ended(k, spec)
+        (prefill,) = k.llm.prefills
+        assert [m.role for m in prefill.messages] == ["system", "user"]
+        assert prefill.messages[-1].content == ""
+        assert k.llm.calls == [], "nothing is generated ahead of words"
+
+
+async def test_a_turn_on_other_words_drops_the_speculation_and_sends_its_own(tmp_path: Path) -> None:
+    async with kit(tmp_path, [reply("Paris.")], prompt=NOON) as k:
+        k.llm.prefill_s = 60.0  # reads until stopped
+        k.conversation.speculate("What is the capital")
+        await k.until(lambda: k.llm.prefill_threads == 1, "the prefill thread")
+        k.submit(QUESTION)
+        await k.until_turn_ended(1)
+        assert k.llm.prefill_threads == 0
+        (request,) = k.llm.calls
+        assert request.messages[-1].content == QUESTION
+        assert "prefilled" not in k.of_type("metrics/turn")[0]
+
+
+async def test_cancel_during_the_speculative_window_returns_once_the_prefill_has_ended(tmp_path: Path) -> None:
+    async with kit(tmp_path, prompt=NOON) as k:
+        k.llm.prefill_s = 60.0
+        k.conversation.speculate(QUESTION, ahead=True)
+        await k.until(lambda: k.llm.prefill_threads == 1, "the prefill thread")
+        await k.conversation.cancel(User())
+        assert k.llm.prefill_threads == 0
+        assert running() == 0
+        assert k.conversation.speculator.current is None
+
+
+async def test_nothing_is_speculated_while_a_turn_is_live_or_waiting(tmp_path: Path) -> None:
+    async with kit(tmp_path, [reply("One two three four five six.")], prompt=NOON) as k:
+        k.submit("Count to six.")
+        await k.until(lambda: k.conversation.live_turn is not None, "the turn")
+        assert k.conversation.speculate(QUESTION, ahead=True) is None
+        k.conversation.inbox.put(UserInput("And to seven?"))
+        await k.until(lambda: k.conversation.live_turn is not None and k.conversation.live_turn.id == 2, "turn 2")
+        assert k.conversation.speculate(QUESTION, ahead=True) is None
+        assert k.llm.prefills == []
+
+
+async def test_a_remote_provider_gets_no_speculative_request_unless_the_user_opted_in(tmp_path: Path) -> None:
+    llm = FakeLlm([reply("Paris.")])
+    async with kit(tmp_path, prompt=NOON, adapter=RemoteLike(llm)) as k:
+        assert k.conversation.speculate(QUESTION, ahead=True) is None
+        assert k.conversation.speculate("") is None
+        k.submit(QUESTION)
+        await k.until_turn_ended(1)
+        assert len(llm.calls) == 1
+        assert k.of_type("llm/prefill") == []
+
+
+async def test_an_opted_in_speculative_request_is_on_the_record(tmp_path: Path) -> None:
+    llm = FakeLlm([reply("P"), reply("Paris.")])
+    async with kit(tmp_path, prompt=NOON, adapter=RemoteLike(llm), speculative_requests=True) as k:
+        assert k.conversation.speculate("") is None  # a warm-up without the words is not worth a request
+        await _ended(k, k.conversation.speculate(QUESTION, ahead=True))
+        (prefill,) = k.of_type("llm/prefill")
+        assert prefill["provider"] == "remote"
+        assert "turn" not in prefill
+        k.submit(QUESTION)
+        await k.until_turn_ended(1)
+        assert [c.max_tokens for c in llm.calls] == [1, None]
+        assert len(k.of_type("llm/request")) == 1
+
+
+async def test_a_speculation_reads_the_journal_as_it_was_when_it_started(tmp_path: Path) -> None:
+    async with kit(tmp_path, [reply("Paris.")], prompt=NOON) as k:
+        k.llm.prefill_s = 60.0
+        k.conversation.speculate("")
+        await k.until(lambda: k.llm.prefill_threads == 1, "the first prefill thread")
+        k.llm.prefill_s = 0.005
+        k.conversation.speculate(QUESTION, ahead=True)  # starts reading once the first has stopped
+        k.submit(QUESTION)  # and the turn starts meanwhile
+        await k.until_turn_ended(1)
+        contents = [m.content for m in k.llm.prefills[-1].messages]
+        assert contents.count(QUESTION) == 1
+        assert k.llm.prefills[-1].messages == k.llm.calls[0].messages
+
+
+async def test_cancelling_a_turn_that_took_a_reply_generated_ahead_ends_that_generation(tmp_path: Path) -> None:
+    story = " ".join(f"word{n}" for n in range(AHEAD_PIECES * 3))
+    async with kit(tmp_path, [reply(story, delay=0.2)], prompt=NOON) as k:
+        spec = k.conversation.speculate(QUESTION, ahead=True)
+        assert spec is not None
+        await k.until(lambda: spec.ahead is not None and spec.ahead.pieces >= 2, "the reply ahead")
+        k.submit(QUESTION)
+        await k.until(lambda: len(k.speech.report(1)) > AHEAD_PIECES, "the turn to go past what was ahead")
+        await k.conversation.cancel(User())
+        assert spec.ended.is_set()
+        assert k.llm.open_streams == 0
+        assert k.of_type("turn/end")[0]["outcome"] == "aborted"
