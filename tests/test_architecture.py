@@ -39,3 +39,15 @@ def test_a_forbidden_import_breaks_its_contract(tmp_path: Path) -> None:
     assert done.returncode != 0
     assert "The engine imports no Qt, no devices" in done.stdout
     assert "engine.leak -> audio.player" in done.stdout
+
+
+def test_no_product_code_sleeps_forever() -> None:
+    """qasync turns a sleep into a Qt timer: `sleep_forever` (a sleep of infinity) raises OverflowError in the
+    window, so waiting without end is `Event().wait()`."""
+    offenders = [
+        str(path.relative_to(ROOT))
+        for package in ("adapters", "audio", "desktop", "engine")
+        for path in (ROOT / package).rglob("*.py")
+        if "sleep_forever" in path.read_text(encoding="utf-8") or "sleep(math.inf)" in path.read_text(encoding="utf-8")
+    ]
+    assert offenders == []

@@ -7,7 +7,9 @@ words so far would make (engine.speculation). Push-to-talk ends an utterance at 
 
 A barge-in pauses the reply at once (the detector does that); the utterance's own incremental transcript then
 decides: words cancel the turn (keeping the inbox, so the interruption is the next input), no words resume the
-reply. Every task started here runs in the task group `open_ears` opens, so leaving it means every transcription,
+reply. An utterance whose words are the words Parley was playing then is its own voice (desktop/pipeline/
+self_voice.py): the reply resumes, no turn starts, and the journal says why (`barge_in/echo_rejected`). Every
+task started here runs in the task group `open_ears` opens, so leaving it means every transcription,
 end-of-turn check and barge-in resolution has ended.
 """
 
@@ -25,7 +27,9 @@ from adapters.contract.tasks import ErrorHandler, Tasks, open_tasks
 from audio.bargein import BargeInDetector
 from audio.endpoint import EndpointPolicy, TurnEnded
 from audio.events import BargeIn, BargeInConfirmed, CaptureFailed, FalseBargeInResumed, SpeechEnded, SpeechStarted
+from audio.own_voice import OwnVoice
 from audio.ports import AudioSink, Frame
+from desktop.pipeline.self_voice import PlayedWords, echo_of_parley, evidence
 from desktop.pipeline.turn_end import TurnEnd
 from desktop.pipeline.utterance import FILLERS, TurnTaking, Utterance, says_something
 from engine.clock import Clock
@@ -56,6 +60,7 @@ class Ears:
         turn_taking: Callable[[], TurnTaking],
         on_utterance: Callable[[float, Transcript], None] | None = None,
         resume_false_interruptions: bool = True,
+        played_words: PlayedWords | None = None,
     ) -> None:
         self._owned = tasks
         self._conversation = conversation
@@ -65,6 +70,7 @@ class Ears:
         self._clock = clock
         self._on_utterance = on_utterance
         self._resume = resume_false_interruptions
+        self._played_words = played_words
         self._preroll: collections.deque[Frame] = collections.deque()
         self._current: Utterance | None = None
         self.failure: CaptureFailed | None = None
@@ -126,7 +132,7 @@ class Ears:
     def _begin(self, at: float, *, push_to_talk: bool = False) -> None:
         policy = None if push_to_talk else EndpointPolicy(self._clock, self._turn_end.config())
         transcript = IncrementalTranscriber(self._transcriber, self._clock, on_partial=self._partial)
-        utterance = Utterance(at, transcript, policy)
+        utterance = Utterance(at, transcript, policy, audio_start=self._preroll[0].at if self._preroll else at)
         for frame in self._preroll:
             utterance.transcript.append(frame.samples, frame.end)
         self._current = utterance
@@ -137,7 +143,8 @@ class Ears:
 
     def _partial(self, transcript: Transcript) -> None:
         """While the user speaks, the model reads their words so far: at the pause little is left to read."""
-        if says_something(transcript):
+        current = self._current
+        if says_something(transcript) and (current is None or self._echo(current, transcript) is None):
             self._conversation.speculate(transcript.text)
 
     def _end(self, at: float) -> None:
@@ -165,7 +172,7 @@ class Ears:
             utterance.done = True
             self._conversation.set_input_state(State.IDLE)
         utterance.ended = transcript
-        if not says_something(transcript):
+        if not says_something(transcript) or self._rejected_as_echo(utterance, transcript, "turn"):
             utterance.drop_pause()
             return
         metrics = self._metrics(utterance, ended, started)
@@ -195,7 +202,7 @@ class Ears:
         if isinstance(result, FalseBargeInResumed):
             self._conversation.record("barge_in/resumed", onset=barge_in.at, at=result.resumed_at)
         if isinstance(result, BargeInConfirmed) and turn is not None:
-            await self._interrupt(turn.id, result, barge_in.detected_at)
+            await self._interrupt(turn.id, result, barge_in.paused_at or barge_in.detected_at)
 
     async def _interrupt(self, turn: int, confirmed: BargeInConfirmed, silent_at: float) -> None:
         """Cancel the interrupted turn (keep the inbox) and let the speaker play the next turn."""
@@ -213,10 +220,27 @@ class Ears:
         while utterance is not None and self._resume:
             latest = utterance.ended or utterance.transcript.latest
             if latest is not None and says_something(latest):
-                return True
+                return not self._rejected_as_echo(utterance, latest, "barge_in")
             if utterance.done or utterance.heard_nothing():
                 return False
             await self._clock.sleep(WORDS_POLL_S)
+        return True
+
+    # Parley's own voice
+
+    def _echo(self, utterance: Utterance, transcript: Transcript) -> OwnVoice | None:
+        """Push-to-talk is the user by definition; a hands-free utterance may be Parley heard through the room."""
+        if self._played_words is None or utterance.push_to_talk:
+            return None
+        return echo_of_parley(transcript, utterance.audio_start, self._played_words)
+
+    def _rejected_as_echo(self, utterance: Utterance, transcript: Transcript, stage: str) -> bool:
+        verdict = self._echo(utterance, transcript)
+        if verdict is None:
+            return False
+        self._conversation.record(
+            "barge_in/echo_rejected", stage=stage, onset=utterance.started_at, **evidence(verdict, transcript)
+        )
         return True
 
     def _on_engine_event(self, event: object) -> None:
@@ -242,6 +266,7 @@ async def open_ears(
     turn_taking: Callable[[], TurnTaking],
     on_utterance: Callable[[float, Transcript], None] | None = None,
     resume_false_interruptions: bool = True,
+    played_words: PlayedWords | None = None,
 ) -> AsyncIterator[Ears]:
     """Ears bound to `conversation` for the block; on leaving, whatever they still run is cancelled and ended."""
     async with open_tasks(on_error=on_error, cancel_on_exit=True) as tasks:
@@ -255,6 +280,7 @@ async def open_ears(
             turn_taking=turn_taking,
             on_utterance=on_utterance,
             resume_false_interruptions=resume_false_interruptions,
+            played_words=played_words,
         )
         try:
             yield ears

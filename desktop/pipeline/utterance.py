@@ -85,6 +85,7 @@ class Utterance:
     started_at: float
     transcript: IncrementalTranscriber
     policy: EndpointPolicy | None  # None: push-to-talk (the release ends it)
+    audio_start: float = 0.0  # clock time of the first sample its transcript reads (the pre-roll's start)
     signal: CancelSignal = field(default_factory=CancelSignal)
     pause: Pause | None = None
     ended: Transcript | None = None
@@ -118,7 +119,7 @@ class Utterance:
             self._waiting = scope
             try:
                 if until is None:
-                    await anyio.sleep_forever()
+                    await anyio.Event().wait()  # qasync has no timer for an endless sleep
                 else:
                     await sleep(until - now)
             finally:

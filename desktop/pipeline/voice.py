@@ -40,6 +40,7 @@ from audio.events import (
     VadUnavailable,
 )
 from audio.listen import Listener, ListenEvent
+from audio.own_voice import TimedWord
 from audio.ports import Clock, Frame, run_blocking
 from audio.vad import Vad, VadConfig
 from desktop.config import AudioConfig
@@ -92,6 +93,7 @@ class Binding:
     ears: Ears
     metrics: SessionMetrics
     first_heard: Callable[[int], float | None]  # when a turn's reply was first audible, by the device's clock
+    played_words: Callable[[float], list[TimedWord]]  # what the speaker played since a clock time
 
 
 def endpoint_config(audio: AudioConfig, *, use_model: bool) -> EndpointConfig:
@@ -205,6 +207,10 @@ class VoicePipeline:
         if not self._listening:
             self._quiet()
 
+    def played_words(self, since: float) -> list[TimedWord]:
+        """What Parley's speaker has played since `since` (clock), word by word: its echo may be heard."""
+        return self._output.played_words(since)
+
     def turn_taking(self) -> TurnTaking:
         """How Ears decides that a turn is over (read at each utterance: the model may load later)."""
         model = self._turn_model if self.audio.turn_model else None
@@ -224,8 +230,11 @@ class VoicePipeline:
             turn_taking=self.turn_taking,
             on_utterance=metrics.utterance,
             resume_false_interruptions=self.audio.false_interruption_resume,
+            played_words=self.played_words,
         ) as ears:
-            self._binding = binding = Binding(conversation, ears, metrics, self._output.first_heard_at)
+            self._binding = binding = Binding(
+                conversation, ears, metrics, self._output.first_heard_at, self.played_words
+            )
             try:
                 yield binding
             finally:

@@ -1,0 +1,90 @@
+"""Issue 12 in the real window: hands-free on PulseAudio with the loudspeaker looped into the microphone
+(module-loopback at unity gain and -10 dB, 20/40/120 ms), real Whisper and Piper, scripted replies. The user asks
+for a long story, talks over it ("What is two plus two?"), is answered "Two." — and then the room is quiet: the
+conversation ends with exactly the user's two turns, whatever of Parley's own voice the microphone heard."""
+
+from __future__ import annotations
+
+import asyncio
+from argparse import Namespace
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from desktop.assets import fixture
+from desktop.config import AudioConfig, Config
+from desktop.model.live_voice import LiveVoice
+from desktop.model.session import Session
+from desktop.qt.main import voice_for
+from engine.clock import MonotonicClock
+from engine.journal import read_events
+from engine.testing import FakeLlm, reply
+from tests.audio import pulse as pulse_kit
+from tests.audio.loopback import load_loopback, unload_loopback
+from tests.audio.signals import report
+from tests.desktop.helpers import running_window, until
+
+STORY = " ".join(
+    f"Part {n}: the lighthouse keeper climbed the stairs at dusk, lit the great lamp, and watched the ships."
+    for n in range(1, 10)
+)
+QUIET_S = 10.0  # the room stays silent this long after "Two." has played: nothing may happen in it
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("gain_db", [0.0, -10.0])
+@pytest.mark.parametrize("latency_ms", [20, 40, 120])
+def test_on_loudspeakers_hands_free_hears_only_the_user(
+    run: Any, tmp_path: Path, pulse: pulse_kit.Pulse, latency_ms: int, gain_db: float
+) -> None:
+    config = replace(Config(), audio=replace(AudioConfig(), input_device="pulse", output_device="pulse"))
+    voice, notes = voice_for(Namespace(fixture=None), config)
+    assert isinstance(voice, LiveVoice)
+    assert notes == []
+    llm = FakeLlm([reply(STORY, delay=0.01), reply("Two."), reply("(a turn the user never took)")])
+    session = Session(config, journal_dir=tmp_path, voice=voice, llm=llm, clock=MonotonicClock())
+    module = load_loopback(pulse, latency_ms, gain_db)
+
+    async def scenario() -> None:
+        async with running_window(session, tmp_path / "config.toml") as window:
+            await until(lambda: not window.banners.loading.loading, within=60, what="Whisper and Piper loaded")
+            session.set_hands_free(True)
+            asking = pulse_kit.play_into(pulse.micwire, fixture("tell_a_story.wav"))
+            assert await asyncio.to_thread(asking.wait, 30) == 0
+            story = await _bubble(window, 1)
+            await until(lambda: len((story.reading or "").split()) >= 12, within=30, what="the story well under way")
+            interrupting = pulse_kit.play_into(pulse.micwire, fixture("what_is_two_plus_two.wav"))
+            assert await asyncio.to_thread(interrupting.wait, 30) == 0
+            answer = await _bubble(window, 2)
+            await until(lambda: answer.settled, within=30, what='"Two." spoken to the end')
+            await asyncio.sleep(QUIET_S)  # an observation window: what Parley does while nobody speaks
+            assert window.controls.hands_free.isChecked()
+
+    try:
+        run(scenario(), within=140)
+    finally:
+        unload_loopback(pulse, module)
+    events = read_events(session.journal_path)
+    count = lambda kind: len([e for e in events if e["type"] == kind])  # noqa: E731
+    stops = [e["stop_ms"] for e in events if e["type"] == "metrics/turn" and "stop_ms" in e]
+    report(f"window hands-free, loopback {latency_ms} ms {gain_db:g} dB: "
+           f"barge-ins detected {count('barge_in/detected')}, "
+           f"resumed {count('barge_in/resumed')}, echo rejected {count('barge_in/echo_rejected')}, "
+           f"onset pauses {count('barge_in/onset_paused')}, stop_ms {stops}")  # fmt: skip
+    users = [e["text"] for e in events if e["type"] == "user/message"]
+    assert len(users) == 2, f"turns the user never took: {users[2:]}"
+    assert "story" in users[0].lower()
+    assert "plus" in users[1].lower()
+    assert [e["outcome"] for e in events if e["type"] == "turn/end"] == ["aborted", "completed"]
+    assert len([e for e in events if e["type"] == "barge_in/confirmed"]) == 1, "Parley interrupted itself"
+    heard = [e for e in events if e["type"] == "assistant/message"]
+    assert heard[1]["text"] == "Two."
+    assert heard[1]["interrupted"] is False
+
+
+async def _bubble(window: Any, turn: int) -> Any:
+    await until(lambda: window.transcript_model.assistant(turn) is not None, within=40, what=f"reply {turn}")
+    return window.transcript_model.assistant(turn)
