@@ -45,6 +45,13 @@ def footnotes(m: Measured) -> list[str]:
         notes.append(f"quiesce_http_ms not measured: {m.http}")
     if m.devices == "pulse" and m.pulse is not None and not isinstance(m.pulse, str):
         notes.append(_pulse_note(m.pulse.ttfa_metrics))
+        notes.append(
+            "self_talk_turns_pulse, self_interruptions_pulse, missed_barge_ins_pulse, stop_ms_pulse: desktop/bench/"
+            "loudspeaker.py; the user's onset is found under the echo by cross-correlation with the clip. "
+            f"Uninterrupted replies paused {m.pulse.loudspeaker.onset_pauses} times on an onset in "
+            f"{m.pulse.loudspeaker.played_s:.0f} s played (each resumed within the onset window). "
+            + ("; ".join(m.pulse.loudspeaker.described) or "No turn or interruption came from Parley's own voice.")
+        )
     return notes
 
 

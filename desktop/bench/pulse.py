@@ -31,6 +31,7 @@ from audio.player import Player
 from audio.ports import Frame
 from desktop.assets import fixture
 from desktop.bench.http_provider import source_tree_on_path
+from desktop.bench.loudspeaker import LoudspeakerRuns, loudspeaker_runs
 from desktop.bench.scenarios import Heard, heard_of
 from desktop.bench.sessions import IDLE_WARM_S, IDLE_WINDOW_S, QUESTION, Models
 from desktop.bench.signals import offset_s, onset_s, silent_from_s
@@ -62,6 +63,7 @@ class PulseRuns:
     ttfa_ms: list[float]
     ttfa_metrics: list[dict[str, Any]]  # each spoken turn's metrics/turn
     idle_cpu: list[float]  # % of one core per window while listening to a silent room
+    loudspeaker: LoudspeakerRuns  # the same pipeline with the speaker looped into the microphone
 
 
 @dataclass
@@ -72,7 +74,7 @@ class _Live:
     frames: list[Frame]
 
 
-async def pulse_barge_ins(models: Models, root: Path, reps: int, progress: Any) -> PulseRuns:
+async def pulse_barge_ins(models: Models, root: Path, reps: int, loud_reps: int, progress: Any) -> PulseRuns:
     kit = _kit()
     try:
         server = kit.start()
@@ -96,9 +98,10 @@ async def pulse_barge_ins(models: Models, root: Path, reps: int, progress: Any) 
             ttfa += [took] if took is not None else []
             metrics += [turn] if turn is not None else []
             progress(f"pulse spoken turn {n + 1}/{2 * reps}")
+        loud = await loudspeaker_runs(kit, server, models, root, loud_reps, progress)
     finally:
         kit.stop(server)
-    return PulseRuns(stops, heard, ttfa, metrics, idle)
+    return PulseRuns(stops, heard, ttfa, metrics, idle, loud)
 
 
 def _kit() -> ModuleType:
@@ -113,7 +116,7 @@ def _kit() -> ModuleType:
 async def _one(kit: Any, models: Models, out: Path) -> tuple[float | None, Heard | None]:
     recorder = kit.Recorder(f"{kit.SPEAKER}.monitor", RATE)
     try:
-        async with _rig(models, out) as live:
+        async with rig(models, out) as live:
             live.conversation.submit(UserInput(QUESTION))
             turn = await _until(lambda: next(iter(live.metrics.first_audible), None))
             first = live.metrics.first_audible[turn]
@@ -127,12 +130,12 @@ async def _one(kit: Any, models: Models, out: Path) -> tuple[float | None, Heard
             paused = live.ears.silent_at.get(turn, 0.0)
     finally:
         recording = await run_blocking(recorder.finish)
-    return await _measure(models, recording, out, turn, (first, paused), onset)
+    return await measure(models, recording, out, turn, (first, paused), onset)
 
 
 async def _idle(models: Models, out: Path, seconds: float) -> list[float]:
     """% of one core this process uses per window while the pipeline listens on the real devices to silence."""
-    async with _rig(models, out):
+    async with rig(models, out):
         await asyncio.sleep(IDLE_WARM_S)
         samples = []
         for _ in range(max(1, round(seconds / IDLE_WINDOW_S))):
@@ -144,7 +147,7 @@ async def _idle(models: Models, out: Path, seconds: float) -> list[float]:
 
 async def _spoken(kit: Any, models: Models, out: Path, wav: str) -> tuple[float | None, dict[str, Any] | None]:
     """A spoken turn: the clip's end of speech in the captured signal → the reply's first audible sample."""
-    async with _rig(models, out) as live:
+    async with rig(models, out) as live:
         await asyncio.sleep(SETTLE_S)
         injected = time.monotonic()
         user = kit.play_into(kit.MICWIRE, fixture(wav))
@@ -165,7 +168,7 @@ def _speech_end_at(frames: list[Frame], after: float) -> float | None:
     return None if end is None else later[0].at + end
 
 
-async def _measure(
+async def measure(
     models: Models, recording: np.ndarray, out: Path, turn: int, times: tuple[float, float], onset: float | None
 ) -> tuple[float | None, Heard | None]:
     """Place the recording on the monotonic time base by the reply's first sample, then read stop and words.
@@ -230,11 +233,12 @@ class _Keeping:
 
 
 @asynccontextmanager
-async def _rig(models: Models, out: Path) -> AsyncIterator[_Live]:
-    """The one pipeline (desktop.pipeline) on the real devices (a headset: no echo path, AEC off)."""
+async def rig(models: Models, out: Path, *, acoustic: bool = False) -> AsyncIterator[_Live]:
+    """The one pipeline (desktop.pipeline) on the real devices: a headset (no echo path, AEC off) or, `acoustic`,
+    loudspeakers (the canceller and the echo guards on, as in the window)."""
     await run_blocking(lambda: out.mkdir(parents=True, exist_ok=True))
     frames: list[Frame] = []
-    devices = Devices(_Keeping(Microphone("pulse"), frames), Player("pulse"), acoustic=False)
+    devices = Devices(_Keeping(Microphone("pulse"), frames), Player("pulse"), acoustic=acoustic)
     session = open_voice_session(models.config, out, MonotonicClock(), models.transcriber, models.synthesizer, devices)
     async with session as binding:
         yield _Live(binding.conversation, binding.metrics, binding.ears, frames)

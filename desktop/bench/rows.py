@@ -15,6 +15,7 @@ from desktop.bench.turn_runs import ClipRun, cutoff_rows
 STOP, QUIESCE = Target("p95", 120), Target("p95", 150)
 TTFA = (Target("p50", 500), Target("p95", 800))
 NONE_EVER, HEARD, IDLE = Target("max", 0), Target("max", 1), Target("p50", 5)
+LOUDSPEAKER = ("self_talk_turns_pulse", "self_interruptions_pulse", "missed_barge_ins_pulse")
 NO_GROWTH, RSS_GROWTH = Target("final", 0), Target("final", 20)
 
 
@@ -103,11 +104,19 @@ def _pulse_rows(pulse: Any) -> list[Row]:
             not_measured("ttfa_ms_pulse", TTFA, reason),
             not_measured("idle_cpu_pct_pulse", IDLE, reason),
             not_measured("stop_ms_pulse", STOP, reason),
+            not_measured("stop_ms_pulse_headset", STOP, reason),
             not_measured("heard_word_error_pulse", HEARD, reason),
+            *(not_measured(name, NONE_EVER, reason) for name in LOUDSPEAKER),
         ]
+    loud = pulse.loudspeaker
+    where = f"{loud.runs // 2} replies + {loud.runs // 2} barge-ins, speaker looped into the mic (0 dB, 40 ms)"
     return [
         row("ttfa_ms_pulse", pulse.ttfa_ms, TTFA, note="spoken question/statement, PulseAudio, real time"),
         row("idle_cpu_pct_pulse", pulse.idle_cpu, IDLE, note="% of one core, PulseAudio devices, a silent room"),
-        row("stop_ms_pulse", pulse.stop_ms, STOP, note="PulseAudio null sinks, real time"),
+        row("stop_ms_pulse", loud.stop_ms, STOP, note="with echo: speaker looped into the mic, real time"),
+        row("stop_ms_pulse_headset", pulse.stop_ms, STOP, note="PulseAudio null sinks, no echo path"),
         row("heard_word_error_pulse", [float(h.error) for h in pulse.heard], HEARD, note="words wrong at the cut"),
+        row("self_talk_turns_pulse", loud.self_talk_turns, NONE_EVER, note=where),
+        row("self_interruptions_pulse", loud.self_interruptions, NONE_EVER, note=where),
+        row("missed_barge_ins_pulse", loud.missed, NONE_EVER, note="user words that did not interrupt, per barge-in"),
     ]

@@ -40,11 +40,12 @@ class Plan:
     tts_sentences: int = 4
     llm_reps: int = 5
     llm_tokens: int = 128
+    loudspeaker: int = 10  # uninterrupted and as many interrupted replies on the looped-back PulseAudio speaker
     turn_clips: int | None = None  # the end-of-turn fixtures run through the pipeline (None: all 40)
 
 
 QUICK = Plan(barge_in=0, echo=1, http=1, soak=3, idle_s=1.0, asr_reps=1, tts_reps=1, tts_sentences=2, llm_reps=1,
-             llm_tokens=32, turn_clips=2)  # fmt: skip
+             llm_tokens=32, turn_clips=2, loudspeaker=1)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,8 @@ async def _pulse(measured: Measured, models: Models, root: Path, plan: Plan, pro
     from desktop.bench.pulse import PulseUnavailable, pulse_barge_ins
 
     try:
-        measured.pulse = await pulse_barge_ins(models, root / "pulse", max(1, plan.barge_in // 2), progress)
+        reps = max(1, plan.barge_in // 2)
+        measured.pulse = await pulse_barge_ins(models, root / "pulse", reps, max(1, plan.loudspeaker), progress)
     except PulseUnavailable as error:
         measured.pulse = str(error)
     except TimeoutError as error:

@@ -35,6 +35,14 @@ def offset_s(samples: Samples, rate: int) -> float | None:
     return float((loud[-1] + 1) * window / rate) if len(loud) else None
 
 
+def found_at(captured: Samples, clip: Samples) -> int:
+    """The sample of `captured` at which `clip` begins (its best cross-correlation): the user's words are found
+    under Parley's own loud echo, which does not correlate with them."""
+    size = 1 << (len(captured) + len(clip) - 1).bit_length()
+    corr = np.fft.irfft(np.fft.rfft(captured, size) * np.conj(np.fft.rfft(clip, size)), size)[: len(captured)]
+    return int(np.argmax(corr))
+
+
 def silent_from_s(samples: Samples, rate: int, start_s: float, end_s: float) -> float:
     """The time (s) from which `samples` stay silent up to `end_s`; `start_s` if already silent there."""
     lo, hi = max(0, round(start_s * rate)), min(len(samples), round(end_s * rate))
