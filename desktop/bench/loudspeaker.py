@@ -28,6 +28,8 @@ ASKS = ("What is two plus two?", "What colour is the sky on a clear day?", "Say 
 INTERRUPTION = "stop_what_time.wav"
 QUIET_S = 3.0  # of silence after the last reply ended: anything Parley starts in it was started by itself
 RATE = 16000
+SLOW_STOP_MS = 120.0
+ANSWER_S = 150.0  # the embedded model may answer "what time is it" at length (up to max_tokens, ~60 s spoken)
 
 
 @dataclass
@@ -94,7 +96,7 @@ async def _interrupted(kit: Any, server: Any, models: Models, out: Path, runs: L
             user = kit.play_into(server.micwire, fixture(INTERRUPTION))
             await _until(lambda: live.metrics.ended.get(turn))
             await asyncio.to_thread(user.wait, 30)
-            await _until(lambda: live.metrics.ended.get(turn + 1) or _no_answer(out, live))
+            await _until(lambda: live.metrics.ended.get(turn + 1) or _no_answer(out, live), ANSWER_S)
             await asyncio.sleep(QUIET_S)
             onset = _clip_onset(live.frames, injected, clip)
             paused = live.ears.silent_at.get(turn, 0.0)
@@ -105,6 +107,17 @@ async def _interrupted(kit: Any, server: Any, models: Models, out: Path, runs: L
     runs.missed.append(float(missed))
     if stop is not None and not missed:
         runs.stop_ms.append(stop)
+        if stop > SLOW_STOP_MS:
+            runs.described.append(f"barge-in {n + 1}: stop_ms {stop:g}; {_stages(out, onset)}")
+
+
+def _stages(out: Path, onset: float | None) -> str:
+    """Where a slow stop's time went, by the journal: when the output paused and when the barge-in was detected."""
+    events = read_events(out / "journal.jsonl")
+    found = [e for e in events if e["type"] in ("barge_in/onset_paused", "barge_in/detected")]
+    if onset is None or not found:
+        return "no pause or detection on record"
+    return ", ".join(f"{e['type'].split('/')[1]} {1000 * (float(e['at']) - onset):.0f} ms after onset" for e in found)
 
 
 def _pauses(runs: LoudspeakerRuns, out: Path) -> None:
@@ -145,10 +158,10 @@ def _clip_onset(frames: list[Any], after: float, clip: Any) -> float | None:
     return float(later[0].at + found_at(captured, clip) / RATE + onset_s(clip, RATE))
 
 
-async def _until(probe: Any) -> Any:
+async def _until(probe: Any, within: float | None = None) -> Any:
     from desktop.bench.pulse import TIMEOUT_S
 
-    deadline = time.monotonic() + TIMEOUT_S
+    deadline = time.monotonic() + (within or TIMEOUT_S)
     while not (value := probe()):
         if time.monotonic() > deadline:
             raise TimeoutError("the loudspeaker run waited for a reply that never came")

@@ -103,6 +103,7 @@ class VoiceOutput:
         state = self._turns.pop(turn, None)
         if state is not None:
             self._history.extend(self._played(turn, state))  # its echo may still be heard after the turn
+            self._forget_old_words()
         if first is not None:
             self._first_heard[turn] = first
         self._sink.release(turn)
@@ -120,10 +121,14 @@ class VoiceOutput:
     def played_words(self, since: float) -> list[TimedWord]:
         """Every word whose audio started being audible at `since` or later (clock seconds), in order: what
         Parley was saying, for telling its echo from the user's words."""
-        while self._history and self._history[0].start < self._clock.now() - HISTORY_S:
-            self._history.popleft()
+        self._forget_old_words()
         live = [w for turn, state in self._turns.items() for w in self._played(turn, state)]
         return sorted((w for w in [*self._history, *live] if w.start >= since), key=lambda w: w.start)
+
+    def _forget_old_words(self) -> None:
+        """Bounded by time whether or not anyone asks (push-to-talk never does)."""
+        while self._history and self._history[0].start < self._clock.now() - HISTORY_S:
+            self._history.popleft()
 
     def _played(self, turn: int, state: _Turn) -> list[TimedWord]:
         words = []
