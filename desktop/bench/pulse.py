@@ -33,7 +33,7 @@ from desktop.assets import fixture
 from desktop.bench.http_provider import source_tree_on_path
 from desktop.bench.loudspeaker import LoudspeakerRuns, loudspeaker_runs
 from desktop.bench.scenarios import Heard, heard_of
-from desktop.bench.sessions import IDLE_WARM_S, IDLE_WINDOW_S, QUESTION, Models
+from desktop.bench.sessions import QUESTION, Models, cpu_while_idle
 from desktop.bench.signals import offset_s, onset_s, silent_from_s
 from desktop.pipeline.devices import Devices
 from desktop.pipeline.ears import Ears
@@ -136,13 +136,7 @@ async def _one(kit: Any, models: Models, out: Path) -> tuple[float | None, Heard
 async def _idle(models: Models, out: Path, seconds: float) -> list[float]:
     """% of one core this process uses per window while the pipeline listens on the real devices to silence."""
     async with rig(models, out):
-        await asyncio.sleep(IDLE_WARM_S)
-        samples = []
-        for _ in range(max(1, round(seconds / IDLE_WINDOW_S))):
-            cpu, wall = time.process_time(), time.perf_counter()
-            await asyncio.sleep(IDLE_WINDOW_S)
-            samples.append(round(100 * (time.process_time() - cpu) / (time.perf_counter() - wall), 2))
-    return samples
+        return await cpu_while_idle(seconds)
 
 
 async def _spoken(kit: Any, models: Models, out: Path, wav: str) -> tuple[float | None, dict[str, Any] | None]:

@@ -43,12 +43,7 @@ async def idle_cpu(models: Models, out: Path, seconds: float, *, loudspeaker: bo
         models.config, out, MonotonicClock(), models.transcriber, models.synthesizer, Scenario(Path("idle"), (), echo)
     )
     async with session as stage:
-        await asyncio.sleep(IDLE_WARM_S)
-        samples = []
-        for _ in range(max(1, round(seconds / IDLE_WINDOW_S))):
-            cpu, wall = time.process_time(), time.perf_counter()
-            await asyncio.sleep(IDLE_WINDOW_S)
-            samples.append(round(100 * (time.process_time() - cpu) / (time.perf_counter() - wall), 2))
+        samples = await cpu_while_idle(seconds)
         if stage.binding.ears.barge_ins or stage.binding.conversation.live_turn is not None:
             raise RuntimeError("the idle measurement heard something: the fixture mic should be silent")
     return samples
@@ -82,3 +77,14 @@ async def _interrupt(stage: Stage, spoken: bool) -> None:
     await stage.clock.sleep(BARGE_IN_AFTER_S)
     stage.binding.ears.press()
     stage.binding.ears.release()
+
+
+async def cpu_while_idle(seconds: float) -> list[float]:
+    """% of one core this process uses per window, after a warm-up, while whatever is open sits idle."""
+    await asyncio.sleep(IDLE_WARM_S)
+    samples = []
+    for _ in range(max(1, round(seconds / IDLE_WINDOW_S))):
+        cpu, wall = time.process_time(), time.perf_counter()
+        await asyncio.sleep(IDLE_WINDOW_S)
+        samples.append(round(100 * (time.process_time() - cpu) / (time.perf_counter() - wall), 2))
+    return samples

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from desktop.bench.signals import found_at
+
 
 def tone(seconds: float, rate: int, amplitude: float = 0.5) -> np.ndarray:
     """A steady 440 Hz tone with two harmonics: loud all through, so its start and cut are sharp."""
@@ -25,11 +27,8 @@ def normalised_xcorr_peak(captured: np.ndarray, original: np.ndarray) -> float:
 
 
 def offset_of(captured: np.ndarray, original: np.ndarray) -> int:
-    """The lag at which `original` best matches inside `captured`."""
-    n = len(captured) + len(original)
-    size = 1 << (n - 1).bit_length()
-    corr = np.fft.irfft(np.fft.rfft(captured, size) * np.conj(np.fft.rfft(original, size)), size)[: len(captured)]
-    return int(np.argmax(corr))
+    """The lag at which `original` best matches inside `captured` (the bench's own measure)."""
+    return found_at(captured, original)
 
 
 def db(x: np.ndarray) -> float:
