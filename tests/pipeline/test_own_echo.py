@@ -21,20 +21,13 @@ ECHO_DELAY_S = 0.05
 pytestmark = pytest.mark.anyio
 
 
-class HearsTheSpeaker:
+class HearsTheSpeaker(ByLength):
     """A transcriber in a room whose microphone hears the speaker: it hears, in the audio it is given, the words
     Parley played then, each `ECHO_DELAY_S` later. The audio is taken to end now (the pipeline transcribes live)."""
 
     def __init__(self, played: object, now: object) -> None:
+        super().__init__([])
         self._played, self._now = played, now
-        self.heard: list[str] = []
-
-    @property
-    def sample_rate(self) -> int:
-        return ASR_SAMPLE_RATE
-
-    async def preload(self, signal: CancelSignal) -> None:
-        return None
 
     async def transcribe(
         self, samples: Samples, signal: CancelSignal, *, sample_rate: int = ASR_SAMPLE_RATE
