@@ -26,7 +26,6 @@ from audio.ports import Clock
 log = logging.getLogger(__name__)
 Fact = BargeIn | BargeInConfirmed | FalseBargeInResumed | OnsetPaused | OnsetResumed
 ONSET_HOLD_S = 0.25  # an onset pause ends this long after the last sign of sound, unless the VAD hears speech
-ONSET_VOICED_HOLD_S = 0.6  # once the VAD heard voice in it: a short word ("Stop.") and the breath before the rest
 ONSET_MAX_S = 1.2  # and at the latest this long after the onset, unless a barge-in took it over
 ONSET_LEAD_S = 0.3  # an onset this much before the VAD's speech run is where that speech began
 
@@ -76,7 +75,6 @@ class BargeInDetector:
         self._pending: BargeIn | None = None  # fired, not yet resolved
         self._onset: OnsetPaused | None = None  # paused on an onset, not yet confirmed by the VAD
         self._onset_heard = 0.0  # audio time of the onset pause's last sign of sound
-        self._onset_voiced = False  # the VAD heard voice during the onset pause (not yet enough, or echo-like)
         self.protected = True  # False: echo protection lost, only push-to-talk interrupts
 
     @property
@@ -113,25 +111,18 @@ class BargeInDetector:
         if self._onset is not None:
             return None
         self._output.pause()
-        self._onset_voiced = False
         self._onset = OnsetPaused(audio_time, self._clock.now())
         self._emit(self._onset)
         return self._onset
 
     def tick(self, audio_time: float, voiced_ms: float) -> OnsetResumed | None:
-        """After each frame: an onset pause with no speech behind it ends once its sound has died away; if the
-        VAD heard voice in it, not before a breath's pause (resuming between "Stop." and "What time is it?"
-        plays a blip of the reply the user is talking over)."""
+        """After each frame: an onset pause with no speech behind it ends once its sound has died away."""
         onset = self._onset
-        if onset is None:
+        if onset is None or (voiced_ms > 0 and audio_time - onset.at < ONSET_MAX_S):
             return None
-        if audio_time - onset.at >= ONSET_MAX_S:
-            return self._end_onset()
-        if voiced_ms > 0:
-            self._onset_voiced = True
+        if audio_time - self._onset_heard < ONSET_HOLD_S and audio_time - onset.at < ONSET_MAX_S:
             return None
-        hold = ONSET_VOICED_HOLD_S if self._onset_voiced else ONSET_HOLD_S
-        return None if audio_time - self._onset_heard < hold else self._end_onset()
+        return self._end_onset()
 
     def _end_onset(self) -> OnsetResumed | None:
         if self._onset is None:

@@ -230,6 +230,9 @@ class _DyingMicrophone:
     async def start(self) -> None:
         pass
 
+    async def close(self) -> None:
+        self.closed = True
+
     async def frames(self) -> Any:
         self.listens += 1
         for k in range(25 if self.listens == 1 else 0):

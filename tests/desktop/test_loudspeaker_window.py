@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import asyncio
 from argparse import Namespace
+from collections.abc import AsyncGenerator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from adapters.contract import CancelSignal, GenerateOptions, StreamChunk
 from desktop.assets import fixture
 from desktop.config import AudioConfig, Config
 from desktop.model.live_voice import LiveVoice
@@ -30,7 +32,20 @@ STORY = " ".join(
     f"Part {n}: the lighthouse keeper climbed the stairs at dusk, lit the great lamp, and watched the ships."
     for n in range(1, 10)
 )
+NEVER_ASKED = "(a turn the user never took)"
 QUIET_S = 10.0  # the room stays silent this long after "Two." has played: nothing may happen in it
+
+
+class AnswersByContent(FakeLlm):
+    """Replies by what was asked, not by the order of calls: a reply begun ahead at a mid-sentence pause (and
+    dropped when the user went on) must not take the story's script."""
+
+    async def stream(self, options: GenerateOptions, signal: CancelSignal) -> AsyncGenerator[StreamChunk, None]:
+        asked = str(options.messages[-1].content).lower()
+        script = reply(STORY, delay=0.01) if "story" in asked else reply("Two.") if "plus" in asked else None
+        self._scripts = [script or reply(NEVER_ASKED)]
+        async for chunk in super().stream(options, signal):
+            yield chunk
 
 
 @pytest.mark.slow
@@ -44,7 +59,7 @@ def test_on_loudspeakers_hands_free_hears_only_the_user(
     voice, notes = voice_for(Namespace(fixture=None), config)
     assert isinstance(voice, LiveVoice)
     assert notes == []
-    llm = FakeLlm([reply(STORY, delay=0.01), reply("Two."), reply("(a turn the user never took)")])
+    llm = AnswersByContent()
     session = Session(config, journal_dir=tmp_path, voice=voice, llm=llm, clock=MonotonicClock())
     module = load_loopback(pulse, latency_ms, gain_db)
 
