@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 from keyring.backend import KeyringBackend
 from PySide6.QtWidgets import QAbstractButton, QComboBox, QGroupBox, QLabel, QLineEdit, QTreeWidget, QWidget
 
+from adapters.contract import CancelSignal, GenerateOptions, StreamChunk
 from desktop.model.devices import Devices
 from desktop.model.session import Session
 from desktop.qt.window import MainWindow
+from engine.testing import FakeLlm, reply
+from engine.testing.fake_llm import Script
 
 DEVICES = Devices(["Test microphone"], ["Test speaker"])
 
@@ -25,6 +28,23 @@ async def until(condition: Callable[[], object], within: float = 10.0, what: str
         if loop.time() > deadline:
             raise AssertionError(f"not true within {within} s: {what or condition}")
         await asyncio.sleep(0.01)
+
+
+class AnswersByContent(FakeLlm):
+    """Replies by what was asked (the first script whose keyword the last message holds), not by the order of
+    calls: a reply the embedded model begins ahead at a mid-sentence pause, dropped when the user goes on, must
+    not take the next turn's script."""
+
+    def __init__(self, answers: Sequence[tuple[str, Script]], otherwise: str = "OK.") -> None:
+        super().__init__()
+        self._answers, self._otherwise = list(answers), otherwise
+
+    async def stream(self, options: GenerateOptions, signal: CancelSignal) -> AsyncGenerator[StreamChunk, None]:
+        asked = str(options.messages[-1].content).lower()
+        script = next((s for word, s in self._answers if word in asked), reply(self._otherwise))
+        self._scripts = [script]
+        async for chunk in super().stream(options, signal):
+            yield chunk
 
 
 class MemoryKeyring(KeyringBackend):

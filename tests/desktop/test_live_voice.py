@@ -34,7 +34,7 @@ from engine.events import State
 from engine.journal import read_events
 from engine.testing import FakeLlm, reply
 from tests.audio import pulse as pulse_kit
-from tests.desktop.helpers import running_window, until
+from tests.desktop.helpers import AnswersByContent, running_window, until
 
 WEATHER = "It is sunny and mild today, with a light breeze."
 STORY = " ".join(
@@ -120,7 +120,7 @@ def test_the_barge_in_scenario_plays_into_the_window_and_strikes_what_was_not_he
     voice, notes = voice_for(Namespace(fixture=Path("barge_in.toml")), Config())  # the bundled one, by name
     assert isinstance(voice, LiveVoice)
     assert notes == []
-    llm = FakeLlm([reply(STORY, delay=0.01), reply(TIME)])
+    llm = AnswersByContent([("story", reply(STORY, delay=0.01)), ("time", reply(TIME))])
     session = Session(Config(), journal_dir=tmp_path, voice=voice, llm=llm, clock=MonotonicClock())
     states: list[State] = []
     session.subscribe(lambda e: states.append(e.state) if hasattr(e, "state") else None)

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import asyncio
 from argparse import Namespace
-from collections.abc import AsyncGenerator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from adapters.contract import CancelSignal, GenerateOptions, StreamChunk
 from desktop.assets import fixture
 from desktop.config import AudioConfig, Config
 from desktop.model.live_voice import LiveVoice
@@ -22,11 +20,11 @@ from desktop.model.session import Session
 from desktop.qt.main import voice_for
 from engine.clock import MonotonicClock
 from engine.journal import read_events
-from engine.testing import FakeLlm, reply
+from engine.testing import reply
 from tests.audio import pulse as pulse_kit
 from tests.audio.loopback import load_loopback, unload_loopback
 from tests.audio.signals import report
-from tests.desktop.helpers import running_window, until
+from tests.desktop.helpers import AnswersByContent, running_window, until
 
 STORY = " ".join(
     f"Part {n}: the lighthouse keeper climbed the stairs at dusk, lit the great lamp, and watched the ships."
@@ -34,18 +32,6 @@ STORY = " ".join(
 )
 NEVER_ASKED = "(a turn the user never took)"
 QUIET_S = 10.0  # the room stays silent this long after "Two." has played: nothing may happen in it
-
-
-class AnswersByContent(FakeLlm):
-    """Replies by what was asked, not by the order of calls: a reply begun ahead at a mid-sentence pause (and
-    dropped when the user went on) must not take the story's script."""
-
-    async def stream(self, options: GenerateOptions, signal: CancelSignal) -> AsyncGenerator[StreamChunk, None]:
-        asked = str(options.messages[-1].content).lower()
-        script = reply(STORY, delay=0.01) if "story" in asked else reply("Two.") if "plus" in asked else None
-        self._scripts = [script or reply(NEVER_ASKED)]
-        async for chunk in super().stream(options, signal):
-            yield chunk
 
 
 @pytest.mark.slow
@@ -59,7 +45,7 @@ def test_on_loudspeakers_hands_free_hears_only_the_user(
     voice, notes = voice_for(Namespace(fixture=None), config)
     assert isinstance(voice, LiveVoice)
     assert notes == []
-    llm = AnswersByContent()
+    llm = AnswersByContent([("story", reply(STORY, delay=0.01)), ("plus", reply("Two."))], NEVER_ASKED)
     session = Session(config, journal_dir=tmp_path, voice=voice, llm=llm, clock=MonotonicClock())
     module = load_loopback(pulse, latency_ms, gain_db)
 
