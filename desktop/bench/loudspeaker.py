@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from audio.wav import load_wav
 from desktop.assets import fixture
 from desktop.bench.sessions import QUESTION, Models
@@ -96,7 +98,7 @@ async def _interrupted(kit: Any, server: Any, models: Models, out: Path, runs: L
             user = kit.play_into(server.micwire, fixture(INTERRUPTION))
             await _until(lambda: live.metrics.ended.get(turn))
             await asyncio.to_thread(user.wait, 30)
-            await _until(lambda: live.metrics.ended.get(turn + 1) or _no_answer(out, live), ANSWER_S)
+            await _until(lambda: live.metrics.ended.get(turn + 1) or _no_answer(live), ANSWER_S)
             await asyncio.sleep(QUIET_S)
             onset = _clip_onset(live.frames, injected, clip)
             paused = live.ears.silent_at.get(turn, 0.0)
@@ -126,7 +128,7 @@ def _pauses(runs: LoudspeakerRuns, out: Path) -> None:
     runs.played_s += sum(float(e.get("heard_ms", 0.0)) for e in events if e["type"] == "assistant/message") / 1000
 
 
-def _no_answer(out: Path, live: Any) -> bool | None:
+def _no_answer(live: Any) -> bool | None:
     """The interruption was heard as no turn at all (a miss): nothing more to wait for."""
     return True if not live.ears.busy and not live.conversation.live_turn and not len(live.conversation.inbox) else None
 
@@ -149,8 +151,6 @@ def _count(runs: LoudspeakerRuns, out: Path, name: str, *, expected_voice_turns:
 
 
 def _clip_onset(frames: list[Any], after: float, clip: Any) -> float | None:
-    import numpy as np
-
     later = [f for f in frames if f.end >= after]
     if not later:
         return None

@@ -202,7 +202,8 @@ class Ears:
         if isinstance(result, FalseBargeInResumed):
             self._conversation.record("barge_in/resumed", onset=barge_in.at, at=result.resumed_at)
         if isinstance(result, BargeInConfirmed) and turn is not None:
-            await self._interrupt(turn.id, result, barge_in.paused_at or barge_in.detected_at)
+            silent_at = barge_in.paused_at if barge_in.paused_at is not None else barge_in.detected_at
+            await self._interrupt(turn.id, result, silent_at)
 
     async def _interrupt(self, turn: int, confirmed: BargeInConfirmed, silent_at: float) -> None:
         """Cancel the interrupted turn (keep the inbox) and let the speaker play the next turn."""
