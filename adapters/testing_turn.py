@@ -48,3 +48,30 @@ class FakeEndOfTurnModel:
 
 def _constant(probability: float) -> Answer:
     return lambda _audio: probability
+
+
+class FakeWordsEndModel:
+    """The words model's fake: `answer(text)` (or a fixed probability) after `step_s` of thread time, unless stopped."""
+
+    def __init__(self, answer: Callable[[str], float] | float = 0.0, *, step_s: float = 0.005) -> None:
+        self._answer: Callable[[str], float] = answer if callable(answer) else (lambda _text: float(answer))
+        self._step_s = step_s
+        self.calls: list[str] = []
+
+    @property
+    def busy(self) -> int:
+        return FAKE_TURN_WORKER.active
+
+    async def predict_words(self, text: str, signal: CancelSignal) -> float:
+        if signal.cancelled:
+            raise asyncio.CancelledError
+        self.calls.append(text)
+        result = await FAKE_TURN_WORKER.run(lambda stop: self._judge(text, stop), signal)
+        if result is None or signal.cancelled:
+            raise asyncio.CancelledError
+        return result
+
+    def _judge(self, text: str, stop: StopFlag) -> float | None:
+        if stop.wait(self._step_s):
+            return None
+        return min(max(float(self._answer(text)), 0.0), 1.0)

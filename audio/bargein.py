@@ -26,6 +26,8 @@ from audio.ports import Clock
 log = logging.getLogger(__name__)
 Fact = BargeIn | BargeInConfirmed | FalseBargeInResumed | OnsetPaused | OnsetResumed
 ONSET_HOLD_S = 0.25  # an onset pause ends this long after the last sign of sound, unless the VAD hears speech
+ONSET_VOICE_SIGNS = 10  # an onset this many signs long (10 ms chunks of unexplained sound) sounds like a voice...
+ONSET_VOICE_HOLD_S = 0.5  # ...and holds the pause this long after its last sign: the gap after a short "Stop."
 ONSET_MAX_S = 1.2  # and at the latest this long after the onset, unless a barge-in took it over
 ONSET_LEAD_S = 0.3  # an onset this much before the VAD's speech run is where that speech began
 
@@ -75,6 +77,7 @@ class BargeInDetector:
         self._pending: BargeIn | None = None  # fired, not yet resolved
         self._onset: OnsetPaused | None = None  # paused on an onset, not yet confirmed by the VAD
         self._onset_heard = 0.0  # audio time of the onset pause's last sign of sound
+        self._signs = 0  # of the onset pause in effect
         self.protected = True  # False: echo protection lost, only push-to-talk interrupts
 
     @property
@@ -104,12 +107,16 @@ class BargeInDetector:
             self._end_onset()
 
     def onset(self, audio_time: float) -> OnsetPaused | None:
-        """Sound the played signal cannot explain at `audio_time`: pause now, let the VAD decide."""
+        """Sound the played signal cannot explain at `audio_time` (one call per 10 ms of it): pause now, let the
+        VAD decide. A long onset is held longer: a short "Stop." the canceller hid from the VAD, and the gap
+        before the words that follow it, must not let a blip of the reply through."""
         if not self._listening():
             return None
         self._onset_heard = audio_time
+        self._signs += 1
         if self._onset is not None:
             return None
+        self._signs = 1
         self._output.pause()
         self._onset = OnsetPaused(audio_time, self._clock.now())
         self._emit(self._onset)
@@ -120,7 +127,8 @@ class BargeInDetector:
         onset = self._onset
         if onset is None or (voiced_ms > 0 and audio_time - onset.at < ONSET_MAX_S):
             return None
-        if audio_time - self._onset_heard < ONSET_HOLD_S and audio_time - onset.at < ONSET_MAX_S:
+        hold = ONSET_VOICE_HOLD_S if self._signs >= ONSET_VOICE_SIGNS else ONSET_HOLD_S
+        if audio_time - self._onset_heard < hold and audio_time - onset.at < ONSET_MAX_S:
             return None
         return self._end_onset()
 
@@ -128,6 +136,7 @@ class BargeInDetector:
         if self._onset is None:
             return None
         start, self._onset = self._onset, None
+        log.debug("onset at %.3f resumed after %d signs of sound", start.at, self._signs)
         self._output.resume()
         resumed = OnsetResumed(start.at, self._clock.now())
         self._emit(resumed)

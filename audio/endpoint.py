@@ -7,7 +7,8 @@ reports `model_said(pause, p)`, and reports the transcript and how far it reache
 
 - the configured minimum silence is a floor: no turn ends with less silence;
 - words that plainly stop mid-sentence ("about the", or no full stop from a punctuating recogniser) keep
-  the turn open, up to the maximum wait; optionally, words that are not a question hold it a little longer;
+  the turn open, up to the maximum wait; optionally, words that are not a question hold it a little longer
+  (`statement_wait_ms`), unless a words model (`words_said`) finds a sentence very likely ends with them;
 - a transcript with no words at all (a cough, a breath) ends the utterance at once: it is no turn;
 - otherwise a probability at or above `complete` ends the turn at once; a lower one is asked again
   every `reask_ms` of further silence, and the maximum wait ends the turn whatever the evidence says.
@@ -44,7 +45,9 @@ class EndpointConfig:
     use_model: bool = True  # False: words and silence only; finished-looking words end it after no_model_wait_ms
     no_model_wait_ms: float = 600.0
     punctuated: bool = True  # the transcript marks sentence ends (Whisper): without a final . ? ! it goes on
-    statement_wait_ms: float = 0.0  # finished-looking words that are not a question hold the turn this long
+    statement_wait_ms: float = 0.0  # finished-looking words that are not a question hold the turn this long...
+    sentence_end: float = 0.001  # ...unless the words model gives the end of the message after them this much:
+    sentence_wait_ms: float = 0.0  # then they hold it this long
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,7 @@ class _Pause:
     asked_at: float
     pending: bool = True  # a CheckTurn is out and not answered yet
     probability: float | None = None
+    sentence: tuple[str, float] | None = None  # (words, P(the message ends with them)) from the words model
 
 
 class EndpointPolicy:
@@ -128,6 +132,14 @@ class EndpointPolicy:
         current.probability, current.pending = probability, False
         return self._evaluate(self._clock.now())
 
+    def words_said(self, pause: int, text: str, probability: float) -> list[Decision]:
+        """The words model's answer for `text` at pause `pause`: P(the user's message ends with these words)."""
+        current = self._pause
+        if current is None or current.id != pause:
+            return []
+        current.sentence = (text, probability)
+        return self._evaluate(self._clock.now())
+
     def tick(self) -> list[Decision]:
         """Time passed: end on the maximum wait, or ask the model again."""
         return self._evaluate(self._clock.now())
@@ -139,6 +151,7 @@ class EndpointPolicy:
             return None
         times = [pause.silence_from + ms / 1000 for ms in (config.max_wait_ms, config.min_silence_ms)]
         times.append(pause.silence_from + config.statement_wait_ms / 1000)
+        times.append(pause.silence_from + config.sentence_wait_ms / 1000)
         if not config.use_model:
             times.append(pause.silence_from + config.no_model_wait_ms / 1000)
         if self._may_reask(pause):
@@ -172,7 +185,7 @@ class EndpointPolicy:
             return [self._end(pause, now, "no_words")]
         if (words is None and config.wait_for_words) or (words is not None and self._unfinished(words)):
             return []
-        if words is not None and not is_question(words) and not waited(config.statement_wait_ms):
+        if words is not None and not is_question(words) and not waited(self._statement_wait(pause, words)):
             return []
         if not config.use_model:
             return [self._end(pause, now, "no_model")] if waited(config.no_model_wait_ms) else []
@@ -189,6 +202,14 @@ class EndpointPolicy:
         if not config.use_model or config.reask_ms <= 0 or pause.pending or pause.probability is None:
             return False
         return pause.probability < config.complete and not (words is not None and self._unfinished(words))
+
+    def _statement_wait(self, pause: _Pause, words: str) -> float:
+        """How long these finished-looking words hold the turn: less when the words model judged these very words
+        and found that a message very likely ends with them."""
+        config, sentence = self.config, pause.sentence
+        if sentence is not None and sentence[0] == words and sentence[1] >= config.sentence_end:
+            return min(config.sentence_wait_ms, config.statement_wait_ms)
+        return config.statement_wait_ms
 
     def _unfinished(self, words: str) -> bool:
         return looks_unfinished(words, punctuated=self.config.punctuated)

@@ -50,3 +50,14 @@ def looks_unfinished(text: str, *, punctuated: bool = False) -> bool:
 def is_question(text: str) -> bool:
     """The transcript ends with a question mark."""
     return text.strip().rstrip(_CLOSING).endswith("?")
+
+
+SURE_LAST_WORD = 0.6  # Whisper's probability for its last word: below it the word may be made up ("about [it].")
+WORDS_REACH_S = 0.15  # the last word ends at most this long before the speech does: no word was left out
+
+
+def ending_is_readable(last_word_end: float, last_word_probability: float, speech_end: float) -> bool:
+    """Can a turn's end be read from its words? Not when Whisper is unsure of the last word (it completes a fragment:
+    "Tell me about" becomes "Tell me about it.") or the last word ends well before the speech did (it dropped one:
+    "... in the kitchen and" becomes "... in the kitchen."). Times in seconds on one clock."""
+    return last_word_probability >= SURE_LAST_WORD and last_word_end >= speech_end - WORDS_REACH_S

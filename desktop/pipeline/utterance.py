@@ -13,7 +13,7 @@ import anyio
 from adapters.asr.incremental import IncrementalTranscriber
 from adapters.contract import CancelSignal, Hook
 from adapters.contract.speech_io import Transcript
-from adapters.contract.turn import EndOfTurnModel
+from adapters.contract.turn import EndOfTurnModel, WordsEndModel
 from audio.endpoint import EndpointConfig, EndpointPolicy
 from engine.speculation import Speculation
 
@@ -31,10 +31,12 @@ def says_something(transcript: Transcript) -> bool:
 
 @dataclass(frozen=True)
 class TurnTaking:
-    """How the end of a turn is decided: the policy's settings and the end-of-turn model (None: words and silence)."""
+    """How the end of a turn is decided: the policy's settings, the end-of-turn model (None: words and silence) and
+    the words model (None: a statement waits the policy's `statement_wait_ms`)."""
 
     config: EndpointConfig
     model: EndOfTurnModel | None
+    words: WordsEndModel | None = None
 
 
 class Pause:

@@ -23,7 +23,7 @@ import numpy as np
 from adapters.contract import CancelSignal
 from adapters.contract.speech_io import Synthesizer, Transcriber
 from adapters.contract.tasks import Tasks, open_tasks
-from adapters.contract.turn import EndOfTurnModel
+from adapters.contract.turn import EndOfTurnModel, WordsEndModel
 from adapters.llm.models import ModelError
 from audio.aec import EchoCanceller
 from audio.bargein import BargeInDetector
@@ -73,6 +73,7 @@ RELISTEN_S = 1.0  # after the microphone failed, listen again this often: a stal
 WHISPER = "speech recognition (Whisper)"
 PIPER = "Parley's voice (Piper)"
 SMART_TURN = "end-of-turn model (Smart Turn)"
+SENTENCE_END = "end-of-turn words model (SmolLM2)"
 
 
 class _Preloads(Protocol):
@@ -136,9 +137,11 @@ class VoicePipeline:
         listening: bool = False,
         speaker: bool = True,
         turn_model: EndOfTurnModel | None = None,
+        words_model: WordsEndModel | None = None,
     ) -> None:
-        """`turn_model`: the end-of-turn model to use (default: Smart Turn, loaded with the others when
-        `audio.turn_model` is on; the words and the silence alone decide while it is missing)."""
+        """`turn_model`, `words_model`: the end-of-turn models to use (default: Smart Turn and SmolLM2's reading
+        of the words, loaded with the others when `audio.turn_model` is on; the words and the silence alone decide
+        while they are missing). Given a turn model and no words model, no words model is used."""
         self.devices = devices
         self.transcriber = transcriber
         self.synthesizer = synthesizer
@@ -165,6 +168,8 @@ class VoicePipeline:
         self._level: list[np.ndarray] = []
         self._level_samples = 0
         self._turn_model = turn_model
+        self._words_model = words_model
+        self._load_words_model = turn_model is None and words_model is None
 
     # What runs it
 
@@ -214,7 +219,8 @@ class VoicePipeline:
     def turn_taking(self) -> TurnTaking:
         """How Ears decides that a turn is over (read at each utterance: the model may load later)."""
         model = self._turn_model if self.audio.turn_model else None
-        return TurnTaking(endpoint_config(self.audio, use_model=model is not None), model)
+        words = self._words_model if self.audio.turn_model else None
+        return TurnTaking(endpoint_config(self.audio, use_model=model is not None), model, words)
 
     @asynccontextmanager
     async def attached(self, conversation: Conversation) -> AsyncIterator[Binding]:
@@ -319,6 +325,7 @@ class VoicePipeline:
             await self._load(WHISPER, self.transcriber, "speech recognition")
             await self._load(PIPER, self.synthesizer, "Parley's voice")
             await self._load_turn_model()
+            await self._load_sentence_end()
         finally:
             self.loaded.set()
 
@@ -339,6 +346,24 @@ class VoicePipeline:
             return
         self._turn_model = model
         self._on_fact(ModelLoading(SMART_TURN, "ready", self.clock.now() - started))
+
+    async def _load_sentence_end(self) -> None:
+        """SmolLM2 reading the words at a pause, unless turned off or given; without it statements wait longer."""
+        if not (self._load_words_model and self.audio.turn_model):
+            return
+        started = self.clock.now()
+        self._on_fact(ModelLoading(SENTENCE_END, "loading"))
+        try:
+            from adapters.turn.words_lm import SentenceEnd
+
+            model = await run_blocking(SentenceEnd)
+            await model.preload(CancelSignal())
+        except ModelError as error:
+            log.warning("no end-of-turn words model, statements wait statement_wait_ms: %s", error)
+            self._on_fact(ModelLoading(SENTENCE_END, "failed", self.clock.now() - started))
+            return
+        self._words_model = model
+        self._on_fact(ModelLoading(SENTENCE_END, "ready", self.clock.now() - started))
 
     async def _load(self, label: str, model: _Preloads, what: SpeechModel) -> None:
         started = self.clock.now()
@@ -477,10 +502,18 @@ async def open_pipeline(
     on_fact: Callable[[PipelineFact], None],
     listening: bool = False,
     turn_model: EndOfTurnModel | None = None,
+    words_model: WordsEndModel | None = None,
 ) -> AsyncIterator[VoicePipeline]:
     """A running pipeline for the block (see VoicePipeline.running)."""
     pipeline = VoicePipeline(
-        devices, transcriber, synthesizer, clock, audio, listening=listening, turn_model=turn_model
+        devices,
+        transcriber,
+        synthesizer,
+        clock,
+        audio,
+        listening=listening,
+        turn_model=turn_model,
+        words_model=words_model,
     )
     async with pipeline.running(on_fact):
         yield pipeline

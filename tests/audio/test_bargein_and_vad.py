@@ -172,6 +172,26 @@ async def test_an_onset_pauses_at_once_and_resumes_when_no_speech_follows() -> N
     await sink.close()
 
 
+async def test_a_voice_long_onset_holds_the_pause_over_the_gap_after_a_short_stop() -> None:
+    """Issue 12: a "Stop." the canceller hid from the VAD, then 150-300 ms of breath before "What time is it?":
+    resuming 0.25 s after the sound let a blip of the reply through between the two."""
+    clock = VirtualClock()
+    sink = await _speaking_sink(clock)
+    detector = BargeInDetector(sink, clock)
+    detector.arm()
+    start = clock.now()
+    for n in range(18):  # 180 ms of unexplained sound, the VAD never reaching its minimum
+        detector.onset(start + n * 0.01)
+    last = start + 0.17
+    assert detector.tick(last + 0.3, 0.0) is None, "a voice's onset is held past the short hold"
+    assert isinstance(detector.tick(last + 0.51, 0.0), OnsetResumed), "and then the reply goes on"
+    short = detector.onset(last + 1.0)
+    assert short is not None
+    detector.onset(last + 1.01)
+    assert isinstance(detector.tick(last + 1.01 + 0.26, 0.0), OnsetResumed), "a click is held no longer than before"
+    await sink.close()
+
+
 async def test_speech_after_an_onset_is_a_barge_in_that_keeps_the_onset_pause() -> None:
     clock = VirtualClock()
     sink = await _speaking_sink(clock)

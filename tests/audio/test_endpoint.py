@@ -6,7 +6,7 @@ import pytest
 
 from audio.endpoint import CheckTurn, EndpointConfig, EndpointPolicy, TurnEnded, TurnResumed
 from audio.events import SpeechEnded, SpeechStarted
-from audio.turn_words import looks_unfinished
+from audio.turn_words import ending_is_readable, looks_unfinished
 from engine.testing.clock import VirtualClock
 
 pytestmark = pytest.mark.anyio
@@ -193,6 +193,23 @@ async def test_a_statement_can_be_held_longer_than_a_question() -> None:
     assert policy.model_said(check.pause, 0.98) == [TurnEnded(check.pause, silence_from, clock.now(), "model")]
 
 
+async def test_a_statement_the_words_model_finds_whole_is_not_held() -> None:
+    clock = VirtualClock()
+    policy = EndpointPolicy(clock, EndpointConfig(statement_wait_ms=1000, sentence_end=0.001))
+    silence_from, check = await _pause(clock, policy)
+    policy.heard("Turn off the lights in the kitchen and the living room.", until=clock.now())
+    assert policy.model_said(check.pause, 0.98) == [], "a statement is held for the wait..."
+    ended = policy.words_said(check.pause, "Turn off the lights in the kitchen and the living room.", 0.0025)
+    assert ended == [TurnEnded(check.pause, silence_from, clock.now(), "model")], "...unless the words say it ended"
+    silence_from, check = await _pause(clock, policy)
+    policy.heard("Remind me to water the plants.", until=clock.now())
+    policy.model_said(check.pause, 0.98)
+    assert policy.words_said(check.pause, "Remind me to water the plants.", 0.0004) == [], "a clause that may go on"
+    assert policy.words_said(check.pause, "Remind me to water.", 0.5) == [], "an answer about other words"
+    assert policy.words_said(check.pause + 1, "Remind me to water the plants.", 0.5) == [], "or another pause"
+    assert policy.deadline() == pytest.approx(silence_from + 1.0)
+
+
 class _HandClock:
     def __init__(self, t: float) -> None:
         self.t = t
@@ -222,3 +239,13 @@ async def test_a_pause_without_any_words_ends_the_utterance_at_once() -> None:
     policy = EndpointPolicy(clock, EndpointConfig(statement_wait_ms=1000))
     silence_from, check = await _pause(clock, policy)
     assert policy.heard("", until=clock.now()) == [TurnEnded(check.pause, silence_from, clock.now(), "no_words")]
+
+
+def test_an_ending_whisper_made_up_or_left_short_is_not_read() -> None:
+    """Measured on the end-of-turn fixtures: "Tell me about [pause]" heard as "Tell me about it." (last word 0.31),
+    "... in the kitchen and [pause]" heard as "... in the kitchen." ending 0.2 s before the speech did."""
+    speech_end = 10.0
+    assert ending_is_readable(speech_end - 0.1, 0.99, speech_end), "Set a timer for 10 minutes."
+    assert ending_is_readable(speech_end + 0.1, 0.92, speech_end), "the word's end lies in the VAD's silence"
+    assert not ending_is_readable(speech_end + 0.1, 0.31, speech_end), "Tell me about it."
+    assert not ending_is_readable(speech_end - 0.2, 1.0, speech_end), "Turn off the lights in the kitchen."

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from adapters.testing_speech import FakeTranscriber
-from adapters.testing_turn import FakeEndOfTurnModel
+from adapters.testing_turn import FakeEndOfTurnModel, FakeWordsEndModel
 from audio.endpoint import EndpointConfig
 from desktop.bench.turn_accuracy import accuracy
 from desktop.bench.turn_clips import TurnClip, turn_clips
@@ -75,3 +75,18 @@ async def test_the_model_accuracy_counts_pauses_and_ends_apart() -> None:
     assert (result.pauses, result.ends) == (2, 3)
     assert (result.pauses_right, result.ends_right) == (0, 3), "always 'complete': every pause is wrong"
     assert sorted(result.wrong) == ["rome_about@1=0.90", "station_the@1=0.90"]
+
+
+async def test_a_statement_waits_unless_the_words_model_reads_it_as_ended() -> None:
+    config = EndpointConfig(max_wait_ms=2000, statement_wait_ms=1000)
+    delays = Delays(model_ms=20, asr_ms=60, words_ms=40)
+    clips = [clip for clip in turn_clips() if clip.name == "q_weather"]
+    for probability, least_ms, most_ms in ((0.0, 1000, 1200), (0.5, 0, 400)):
+        words = FakeWordsEndModel(probability)
+        heard = FakeTranscriber("What's the weather like today.")  # as a statement
+        result = await evaluate_turns(FakeEndOfTurnModel(0.95), heard, config, clips, delays=delays, words=words)
+        (clip,) = result.clips
+        assert clip.eot_ms is not None
+        assert least_ms <= clip.eot_ms <= most_ms, (probability, clip.eot_ms)
+        assert words.calls
+        assert result.words_ms

@@ -16,7 +16,7 @@ from adapters.contract import CancelSignal, User
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Transcript
 from adapters.contract.workers import running
 from adapters.testing_speech import FakeSynthesizer, FakeTranscriber
-from adapters.testing_turn import FakeEndOfTurnModel
+from adapters.testing_turn import FakeEndOfTurnModel, FakeWordsEndModel
 from audio.wav import load_wav
 from desktop.assets import fixture
 from desktop.config import AudioConfig
@@ -82,7 +82,12 @@ class Rig:
 
 @asynccontextmanager
 async def rig(
-    tmp_path: Path, transcriber: ByLength, *, probability: float = 0.9, statement_wait_ms: int = 1000
+    tmp_path: Path,
+    transcriber: ByLength,
+    *,
+    probability: float = 0.9,
+    statement_wait_ms: int = 1000,
+    words: FakeWordsEndModel | None = None,
 ) -> AsyncIterator[Rig]:
     clock = VirtualClock()
     audio = replace(AudioConfig(), statement_wait_ms=statement_wait_ms, max_turn_wait_ms=2000)
@@ -93,7 +98,15 @@ async def rig(
     model = FakeEndOfTurnModel(probability)
     async with clock.autojump():
         pipeline = open_pipeline(
-            devices, transcriber, Voice(), clock, audio, on_fact=lambda _f: None, listening=True, turn_model=model
+            devices,
+            transcriber,
+            Voice(),
+            clock,
+            audio,
+            on_fact=lambda _f: None,
+            listening=True,
+            turn_model=model,
+            words_model=words,
         )
         async with pipeline as voice:
             await voice.loaded.wait()
@@ -125,6 +138,24 @@ async def test_a_complete_question_is_decided_without_waiting_for_the_maximum(tm
         assert metrics["eot_ms"] < 2000, "the maximum wait (2 s) did not end it"
         assert metrics["asr_final_ms"] == 0, "the text was the speculative pass, ready at the decision"
         assert metrics["prefilled"] == 1.0, "the model had read the very request before the decision"
+
+
+@pytest.mark.parametrize("ends", [True, False])
+async def test_a_statement_the_words_model_reads_as_whole_is_not_held_for_the_statement_wait(
+    tmp_path: Path, ends: bool
+) -> None:
+    heard = ByLength([(0.0, "Tell me about Rome."), (2.0, ROME)])  # the pause's words look finished too
+    words = FakeWordsEndModel(lambda text: 0.5 if ends and text == ROME else 0.0)
+    async with rig(tmp_path, heard, words=words) as r:
+        r.say("rome_about")
+        await until_quiet(r.stage)
+        assert [e["text"] for e in r.of("user/message")] == [ROME], "the fragment read as going on: one turn"
+        assert words.calls == ["Tell me about Rome.", ROME]
+        (metrics,) = r.of("metrics/turn")
+        if ends:
+            assert metrics["eot_ms"] < 1000, "not held for the statement wait (1 s)"
+        else:
+            assert metrics["eot_ms"] >= 1000, "held for the statement wait"
 
 
 async def test_a_turn_resumed_after_a_speculative_start_is_one_turn_one_request_and_no_early_audio(
