@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Generic, TypeVar
 
 from adapters.contract.cancel import CancelSignal
 from adapters.contract.pcm import resample, to_mono_float32
@@ -16,62 +17,60 @@ from adapters.contract.workers import StopFlag, Worker
 
 FAKE_TURN_WORKER = Worker("parley-fake-turn")
 Answer = Callable[[Samples], float]
+In = TypeVar("In")
 
 
-class FakeEndOfTurnModel:
-    """Answers `answer(audio)` (or a fixed probability) after `step_s` of thread time, unless stopped first."""
+class _Scripted(Generic[In]):
+    """An answer after `step_s` of thread time in the fakes' worker, unless stopped first (then CancelledError)."""
 
-    def __init__(self, answer: Answer | float = 0.9, *, step_s: float = 0.005) -> None:
-        self._answer: Answer = answer if callable(answer) else _constant(float(answer))
+    def __init__(self, answer: Callable[[In], float], step_s: float) -> None:
+        self._answer = answer
         self._step_s = step_s
-        self.calls: list[float] = []  # duration of each judged input, seconds
 
     @property
     def busy(self) -> int:
         return FAKE_TURN_WORKER.active
+
+    async def _answered(self, value: In, signal: CancelSignal) -> float:
+        result = await FAKE_TURN_WORKER.run(lambda stop: self._judge(value, stop), signal)
+        if result is None or signal.cancelled:
+            raise asyncio.CancelledError
+        return result
+
+    def _judge(self, value: In, stop: StopFlag) -> float | None:
+        if stop.wait(self._step_s):
+            return None
+        return min(max(float(self._answer(value)), 0.0), 1.0)
+
+
+class FakeEndOfTurnModel(_Scripted[Samples]):
+    """Answers `answer(audio)` (or a fixed probability) after `step_s` of thread time, unless stopped first."""
+
+    def __init__(self, answer: Answer | float = 0.9, *, step_s: float = 0.005) -> None:
+        super().__init__(answer if callable(answer) else _constant(float(answer)), step_s)
+        self.calls: list[float] = []  # duration of each judged input, seconds
 
     async def predict(self, samples: Samples, signal: CancelSignal, *, sample_rate: int = ASR_SAMPLE_RATE) -> float:
         if signal.cancelled:
             raise asyncio.CancelledError
         audio = resample(to_mono_float32(samples), sample_rate, ASR_SAMPLE_RATE)
         self.calls.append(len(audio) / ASR_SAMPLE_RATE)
-        result = await FAKE_TURN_WORKER.run(lambda stop: self._judge(audio, stop), signal)
-        if result is None or signal.cancelled:
-            raise asyncio.CancelledError
-        return result
-
-    def _judge(self, audio: Samples, stop: StopFlag) -> float | None:
-        if stop.wait(self._step_s):
-            return None
-        return min(max(float(self._answer(audio)), 0.0), 1.0)
+        return await self._answered(audio, signal)
 
 
-def _constant(probability: float) -> Answer:
-    return lambda _audio: probability
+def _constant(probability: float) -> Callable[[object], float]:
+    return lambda _value: probability
 
 
-class FakeWordsEndModel:
+class FakeWordsEndModel(_Scripted[str]):
     """The words model's fake: `answer(text)` (or a fixed probability) after `step_s` of thread time, unless stopped."""
 
     def __init__(self, answer: Callable[[str], float] | float = 0.0, *, step_s: float = 0.005) -> None:
-        self._answer: Callable[[str], float] = answer if callable(answer) else (lambda _text: float(answer))
-        self._step_s = step_s
+        super().__init__(answer if callable(answer) else _constant(float(answer)), step_s)
         self.calls: list[str] = []
-
-    @property
-    def busy(self) -> int:
-        return FAKE_TURN_WORKER.active
 
     async def predict_words(self, text: str, signal: CancelSignal) -> float:
         if signal.cancelled:
             raise asyncio.CancelledError
         self.calls.append(text)
-        result = await FAKE_TURN_WORKER.run(lambda stop: self._judge(text, stop), signal)
-        if result is None or signal.cancelled:
-            raise asyncio.CancelledError
-        return result
-
-    def _judge(self, text: str, stop: StopFlag) -> float | None:
-        if stop.wait(self._step_s):
-            return None
-        return min(max(float(self._answer(text)), 0.0), 1.0)
+        return await self._answered(text, signal)

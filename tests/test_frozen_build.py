@@ -70,6 +70,7 @@ def test_the_frozen_app_passes_its_self_test_without_python(tmp_path: Path, caps
 
     run = _run(app, ["run", "--fixture", "barge_in.toml", "--out", "out", "--fast"], env, cwd)  # bundled scenario
     assert "no end-of-turn model" not in run.stderr, run.stderr[-2000:]  # Smart Turn's file is in the bundle
+    assert "no end-of-turn words model" not in run.stderr, run.stderr[-2000:]  # and SmolLM2 reads the words
     report = json.loads((cwd / "out" / "report.json").read_text(encoding="utf-8"))
     outcomes = [turn["outcome"] for turn in report["turns"]]
     assert outcomes[0] == "aborted"  # the barge-in

@@ -11,7 +11,7 @@ import pytest
 import soundfile
 
 from adapters.asr.incremental import IncrementalTranscriber
-from adapters.asr.whisper import WhisperTranscriber, default_model_dir
+from adapters.asr.whisper import WhisperTranscriber, default_model_dir, token_budget
 from adapters.contract.cancel import CancelSignal
 from adapters.contract.pcm import resample
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, SynthSegment
@@ -168,3 +168,10 @@ async def test_incremental_transcription_has_the_final_ready_when_the_turn_is_de
     assert final is words
     assert incremental.passes >= 2  # at least one partial while speaking
     assert wer(sentence, final.text)[0] <= 1, final.text
+
+
+def test_a_short_clip_cannot_write_a_long_loop() -> None:
+    """0.4 s of "Stop." over the echo was decoded as "Stop. Stop. Stop. ..." (185 characters, 2.3 s of both cores)."""
+    assert token_budget(0.42) <= 13, "a word or two, the timestamps and room to spare"
+    assert token_budget(3.0) >= 30, "fast speech: ~6 tokens a second"
+    assert token_budget(90.0) == token_budget(30.0), "the budget is per 30 s window"

@@ -17,6 +17,7 @@ returns and `transcribe` raises `asyncio.CancelledError` — a cancelled transcr
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -38,6 +39,8 @@ CPU_THREADS = 2  # this product runs on 2-core machines; more threads only conte
 ASR_WORKER = Worker("parley-asr")  # one Whisper call at a time: its two threads already use both cores
 TEMPERATURES = (0.0, 0.4, 0.8)  # bounded fallback when greedy decoding loops
 MIN_WINDOW_S = 10.0  # the shortest window the encoder reads (see the module docstring)
+TOKENS_PER_S, TOKENS_BASE = 10, 8  # the most tokens a pass may write: fast speech is ~6 a second, timestamps a few
+WINDOW_S = 30.0  # Whisper's window: the token budget is per window
 FRAMES_PER_S = 100  # Whisper's log-mel frames (hop of 160 samples at 16 kHz)
 
 _models: dict[tuple[Path, int], Any] = {}
@@ -179,6 +182,7 @@ class WhisperTranscriber:
             condition_on_previous_text=False,
             no_speech_threshold=guard.NO_SPEECH_PROB,
             log_prob_threshold=guard.AVG_LOGPROB,
+            max_new_tokens=token_budget(len(audio) / ASR_SAMPLE_RATE),
         )
         result = self._collect(segments, stop)
         return None if result is None else (str(info.language), result)
@@ -197,6 +201,13 @@ class WhisperTranscriber:
             if stop.is_set():
                 return None
         return _Decoded(tuple(words), tuple(texts), no_speech)
+
+
+def token_budget(seconds: float) -> int:
+    """The tokens a pass over `seconds` of audio may write. Unbounded, the decoder can loop on a short noisy clip
+    ("Stop. Stop. Stop. ..." for 0.4 s of a barge-in over the echo, up to 448 tokens at each fallback temperature):
+    2-10 s of both cores while the user waits for the barge-in to be confirmed."""
+    return TOKENS_BASE + math.ceil(TOKENS_PER_S * min(seconds, WINDOW_S))
 
 
 def _within(words: tuple[Word, ...], duration: float) -> tuple[Word, ...]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from adapters.contract import CancelSignal
 from adapters.llm.local import LocalLlamaAdapter
+from adapters.turn.words_lm import SentenceEnd
 from desktop.bench import models as model_bench
 from desktop.bench.http_provider import HttpRuns, Unavailable, stalled_barge_ins
 from desktop.bench.notes import footnotes
@@ -86,6 +87,7 @@ async def _measure(plan: Plan, devices: str, progress: Callable[[str], None]) ->
     await synthesizer.preload(CancelSignal())
     llm = LocalLlamaAdapter()
     await llm.load()
+    await SentenceEnd().preload(CancelSignal())  # the end-of-turn words model's context, shared by every session
     models = Models(config, transcriber, synthesizer)
     measured = Measured(plan_soak=plan.soak, devices=devices)
     with tempfile.TemporaryDirectory(prefix="parley-bench-") as tmp:

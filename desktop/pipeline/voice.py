@@ -15,7 +15,7 @@ import math
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import anyio
 import numpy as np
@@ -84,6 +84,9 @@ class _Transcribes(Transcriber, _Preloads, Protocol): ...
 
 
 class _Synthesizes(Synthesizer, _Preloads, Protocol): ...
+
+
+_Judge = TypeVar("_Judge", bound=_Preloads)
 
 
 @dataclass(frozen=True)
@@ -331,39 +334,32 @@ class VoicePipeline:
 
     async def _load_turn_model(self) -> None:
         """Smart Turn, unless turned off or given; without it the words and the silence decide (logged)."""
-        if self._turn_model is not None or not self.audio.turn_model:
-            return
-        started = self.clock.now()
-        self._on_fact(ModelLoading(SMART_TURN, "loading"))
-        try:
+        if self._turn_model is None and self.audio.turn_model:
             from adapters.turn.smart_turn import SmartTurn
 
-            model = await run_blocking(SmartTurn)  # finding the file scans the wheel's file list
-            await model.preload(CancelSignal())
-        except ModelError as error:
-            log.warning("no end-of-turn model, the words and the silence decide: %s", error)
-            self._on_fact(ModelLoading(SMART_TURN, "failed", self.clock.now() - started))
-            return
-        self._turn_model = model
-        self._on_fact(ModelLoading(SMART_TURN, "ready", self.clock.now() - started))
+            self._turn_model = await self._load_judge(SMART_TURN, SmartTurn, "the words and the silence decide")
 
     async def _load_sentence_end(self) -> None:
         """SmolLM2 reading the words at a pause, unless turned off or given; without it statements wait longer."""
-        if not (self._load_words_model and self.audio.turn_model):
-            return
-        started = self.clock.now()
-        self._on_fact(ModelLoading(SENTENCE_END, "loading"))
-        try:
+        if self._load_words_model and self.audio.turn_model:
             from adapters.turn.words_lm import SentenceEnd
 
-            model = await run_blocking(SentenceEnd)
+            self._words_model = await self._load_judge(SENTENCE_END, SentenceEnd, "statements wait statement_wait_ms")
+
+    async def _load_judge(self, label: str, make: Callable[[], _Judge], without: str) -> _Judge | None:
+        """An end-of-turn model made (finding its file scans a wheel's file list) and loaded in a worker thread;
+        None, logged and reported, when it cannot be: the turn is then decided without it."""
+        started = self.clock.now()
+        self._on_fact(ModelLoading(label, "loading"))
+        try:
+            model = await run_blocking(make)
             await model.preload(CancelSignal())
         except ModelError as error:
-            log.warning("no end-of-turn words model, statements wait statement_wait_ms: %s", error)
-            self._on_fact(ModelLoading(SENTENCE_END, "failed", self.clock.now() - started))
-            return
-        self._words_model = model
-        self._on_fact(ModelLoading(SENTENCE_END, "ready", self.clock.now() - started))
+            log.warning("no %s, %s: %s", label, without, error)
+            self._on_fact(ModelLoading(label, "failed", self.clock.now() - started))
+            return None
+        self._on_fact(ModelLoading(label, "ready", self.clock.now() - started))
+        return model
 
     async def _load(self, label: str, model: _Preloads, what: SpeechModel) -> None:
         started = self.clock.now()

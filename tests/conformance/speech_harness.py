@@ -10,12 +10,13 @@ import asyncio
 import functools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from adapters.asr.whisper import WhisperTranscriber
+from adapters.contract.cancel import CancelSignal, User
 from adapters.contract.pcm import resample
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Synthesizer, Transcriber
 from adapters.contract.workers import StopFlag
@@ -87,6 +88,23 @@ async def until(condition: Callable[[], bool], bound_s: float = RELEASE_BOUND_S)
             return False
         await asyncio.sleep(0.005)
     return True
+
+
+async def check_stopped_midway(
+    call: Callable[[CancelSignal], Awaitable[object]], busy: Callable[[], int], *, by_signal: bool
+) -> None:
+    """A call stopped while its worker thread runs (by its signal, or by cancelling its task) ends cancelled, and
+    only once that thread has returned."""
+    signal = CancelSignal()
+    task = asyncio.ensure_future(call(signal))
+    assert await until(lambda: busy() > 0 or task.done(), bound_s=10.0)
+    if by_signal:
+        signal.set(User())
+    else:
+        task.cancel()
+    await asyncio.wait({task})
+    assert task.cancelled()
+    assert busy() == 0
 
 
 def python_threads() -> int:

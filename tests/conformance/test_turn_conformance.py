@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import numpy as np
 import pytest
@@ -14,7 +14,7 @@ from adapters.contract.turn import EndOfTurnModel
 from adapters.testing_turn import FakeEndOfTurnModel
 from adapters.turn.smart_turn import SmartTurn
 from desktop.bench.turn_clips import TurnClip, turn_clips
-from tests.conformance.speech_harness import until
+from tests.conformance.speech_harness import check_stopped_midway
 
 pytestmark = pytest.mark.anyio
 Model = SmartTurn | FakeEndOfTurnModel
@@ -62,24 +62,17 @@ async def test_an_already_cancelled_signal_does_no_work(model: Model) -> None:
     assert model.busy == 0
 
 
+def _predict(model: Model) -> Callable[[CancelSignal], Awaitable[float]]:
+    return lambda signal: as_model(model).predict(_speech(), signal)
+
+
 async def test_cancel_while_predicting_raises_once_the_thread_returned(model: Model) -> None:
     await as_model(model).predict(_speech(), CancelSignal())  # warm: the session is loaded
-    signal = CancelSignal()
-    task = asyncio.create_task(as_model(model).predict(_speech(), signal))
-    assert await until(lambda: model.busy > 0 or task.done(), bound_s=10.0)
-    signal.set(User())
-    await asyncio.wait({task})
-    assert task.cancelled()
-    assert model.busy == 0
+    await check_stopped_midway(_predict(model), lambda: model.busy, by_signal=True)
 
 
 async def test_a_cancelled_task_still_waits_for_its_worker_thread(model: Model) -> None:
-    task = asyncio.create_task(as_model(model).predict(_speech(), CancelSignal()))
-    assert await until(lambda: model.busy > 0 or task.done(), bound_s=10.0)
-    task.cancel()
-    await asyncio.wait({task})
-    assert task.cancelled()
-    assert model.busy == 0
+    await check_stopped_midway(_predict(model), lambda: model.busy, by_signal=False)
 
 
 @pytest.mark.slow

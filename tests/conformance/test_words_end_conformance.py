@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -12,7 +12,7 @@ from adapters.contract.turn import WordsEndModel
 from adapters.testing_turn import FakeWordsEndModel
 from adapters.turn.words_lm import SentenceEnd, normalized
 from audio.endpoint import EndpointConfig
-from tests.conformance.speech_harness import until
+from tests.conformance.speech_harness import check_stopped_midway
 
 pytestmark = pytest.mark.anyio
 Model = SentenceEnd | FakeWordsEndModel
@@ -45,24 +45,17 @@ async def test_an_already_cancelled_signal_does_no_work(model: Model) -> None:
     assert model.busy == 0
 
 
+def _read(model: Model) -> Callable[[CancelSignal], Awaitable[float]]:
+    return lambda signal: as_model(model).predict_words(LONG, signal)
+
+
 async def test_cancel_while_reading_raises_once_the_thread_returned(model: Model) -> None:
     await as_model(model).predict_words("hello", CancelSignal())  # warm: the context is loaded
-    signal = CancelSignal()
-    task = asyncio.create_task(as_model(model).predict_words(LONG, signal))
-    assert await until(lambda: model.busy > 0 or task.done(), bound_s=10.0)
-    signal.set(User())
-    await asyncio.wait({task})
-    assert task.cancelled()
-    assert model.busy == 0
+    await check_stopped_midway(_read(model), lambda: model.busy, by_signal=True)
 
 
 async def test_a_cancelled_task_still_waits_for_its_worker_thread(model: Model) -> None:
-    task = asyncio.create_task(as_model(model).predict_words(LONG, CancelSignal()))
-    assert await until(lambda: model.busy > 0 or task.done(), bound_s=10.0)
-    task.cancel()
-    await asyncio.wait({task})
-    assert task.cancelled()
-    assert model.busy == 0
+    await check_stopped_midway(_read(model), lambda: model.busy, by_signal=False)
 
 
 def test_whispers_full_stop_and_case_are_not_read() -> None:
