@@ -61,3 +61,10 @@ def ending_is_readable(last_word_end: float, last_word_probability: float, speec
     "Tell me about" becomes "Tell me about it.") or the last word ends well before the speech did (it dropped one:
     "... in the kitchen and" becomes "... in the kitchen."). Times in seconds on one clock."""
     return last_word_probability >= SURE_LAST_WORD and last_word_end >= speech_end - WORDS_REACH_S
+
+
+def statement_to_read(text: str, last_word_end: float, last_word_probability: float, speech_end: float) -> bool:
+    """Is this the transcript at a pause that the words model should read? A finished-looking statement (a question
+    is decided without it, unfinished words hold the turn anyway) whose ending can be read."""
+    finished = bool(text.strip()) and not looks_unfinished(text, punctuated=True) and not is_question(text)
+    return finished and ending_is_readable(last_word_end, last_word_probability, speech_end)

@@ -10,7 +10,6 @@ import threading
 from collections.abc import Callable
 
 from adapters.llm import local
-from adapters.llm.models import find_in_distribution
 from adapters.turn import words_lm
 
 ROUNDS = 3
@@ -21,7 +20,7 @@ def _target(fd: int) -> str:
 
 
 def test_loads_at_once_keep_stdout_and_stderr() -> None:
-    path = find_in_distribution(words_lm.DISTRIBUTION, "*.gguf")
+    path = local.bundled_model()
     before = (sys.stdout, sys.stderr, _target(1), _target(2))
     loads: list[Callable[[], object]] = [
         lambda: words_lm._load(path),

@@ -8,6 +8,7 @@ cancelled caller returns only once its thread has: leaving a task group *is* qui
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import weakref
 from asyncio import AbstractEventLoop, get_running_loop
@@ -118,6 +119,16 @@ class Worker:
     async def run(self, job: Job[T], signal: CancelSignal | None = None) -> T:
         """`job(stop)` on one of this worker's threads; see `run_job`."""
         return await run_job(job, signal, worker=self)
+
+    async def answer(self, job: Job[T | None], signal: CancelSignal) -> T:
+        """A model's answer: `job(stop)` returns None when it was stopped. No work once `signal` fired; stopped or
+        cancelled meanwhile, CancelledError once the thread has returned (an answer after the cancel is dropped)."""
+        if signal.cancelled:
+            raise asyncio.CancelledError
+        result = await self.run(job, signal)
+        if result is None or signal.cancelled:
+            raise asyncio.CancelledError
+        return result
 
     def _count(self, delta: int) -> None:
         with self._lock:

@@ -333,9 +333,15 @@ def _cached_prefix(model: _Model, prompt: list[int]) -> int:
     return max(0, min(common, len(prompt) - 1))
 
 
+@functools.cache
+def bundled_model() -> Path:
+    """SmolLM2's GGUF from its package, found once per process (the embedded LLM and the end-of-turn words model)."""
+    return find_in_distribution(DEFAULT_DISTRIBUTION, "*.gguf")
+
+
 def _model_file(model_path: Path | None) -> Path:
     if model_path is None:
-        return find_in_distribution(DEFAULT_DISTRIBUTION, "*.gguf")
+        return bundled_model()
     path = Path(model_path).expanduser().resolve()
     if not path.is_file():
         raise ModelError(

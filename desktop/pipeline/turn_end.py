@@ -16,7 +16,7 @@ from adapters.contract.speech_io import Transcript
 from adapters.contract.turn import EndOfTurnModel
 from audio.endpoint import CheckTurn, Decision, EndpointConfig, TurnEnded, TurnResumed
 from audio.events import SpeechEnded, SpeechStarted
-from audio.turn_words import ending_is_readable, is_question, looks_unfinished
+from audio.turn_words import looks_unfinished, statement_to_read
 from desktop.pipeline.utterance import MODEL, WORDS, Pause, TurnTaking, Utterance, says_something
 from engine.clock import Clock
 from engine.conversation import Conversation
@@ -98,22 +98,21 @@ class TurnEnd:
         pause.words, pause.words_at = words, self._clock.now()
         pause.asr_ms = round((pause.words_at - started) * 1000, 1)
         said = says_something(words)
-        finished = said and not looks_unfinished(words.text, punctuated=True)  # then begin the reply too
         if said and not utterance.over:
+            finished = not looks_unfinished(words.text, punctuated=True)  # then begin the reply too
             pause.speculation = self._conversation.speculate(words.text, ahead=finished)
         if utterance.policy is not None:
             until = utterance.transcript.covered_until or pause.words_at
             self._apply(utterance, utterance.policy.heard(words.text if said else "", until))
-        if said and finished and not is_question(words.text) and not utterance.over:
+        if said and not utterance.over:
             await self._read_words(utterance, pause, words)
 
     async def _read_words(self, utterance: Utterance, pause: Pause, words: Transcript) -> None:
-        """A statement that looks finished: does a message end with these words? (A question needs no asking, and
-        words Whisper is unsure of at the end, or that stop short of the speech, cannot be read.)"""
-        model, last = self._turn_taking().words, words.words[-1]
-        if model is None or not ending_is_readable(utterance.audio_start + last.end_s, last.probability, pause.since):
+        """A finished-looking statement whose ending can be read: does a message end with these words?"""
+        model, last, text = self._turn_taking().words, words.words[-1], words.text
+        ends_at = utterance.audio_start + last.end_s
+        if model is None or not statement_to_read(text, ends_at, last.probability, pause.since):
             return
-        text = words.text
         probability = await model.predict_words(text, pause.signal)
         if utterance.policy is not None:
             self._apply(utterance, utterance.policy.words_said(pause.number, text, probability))
