@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -14,7 +15,9 @@ import soxr
 from audio.devices import resolve_device, sounddevice
 from audio.events import AudioUnavailable, CaptureFailed
 from audio.ports import RATE, Frame, run_blocking
+from audio.stamps import StreamClock
 
+log = logging.getLogger(__name__)
 STALL_S = 1.0  # no audio for this long while running is a failure, not a wait
 RESYNC_S = 0.2  # ADC stamps this far off the sample clock re-anchor it (smaller jitter would upset the AEC)
 
@@ -28,9 +31,11 @@ class FrameQueue:
         self._wake = asyncio.Event()
         self._wake_pending = False
         self.dropped = 0
+        self.last_put = time.monotonic()
 
     def put(self, item: Any) -> None:
         """From any thread: an append and, at most once per wake-up, a call_soon_threadsafe."""
+        self.last_put = time.monotonic()
         if len(self._items) == self._items.maxlen:
             self.dropped += 1
         self._items.append(item)
@@ -44,6 +49,10 @@ class FrameQueue:
             self._loop.call_soon_threadsafe(self._wake.set)
         except RuntimeError:  # loop closed: nobody will read
             pass
+
+    @property
+    def empty(self) -> bool:
+        return not self._items
 
     async def get(self) -> Any | None:
         """The next item, or None once woken with nothing queued (a failure or close happened)."""
@@ -88,6 +97,8 @@ class Microphone:
         self._anchor_at = 0.0
         self._anchor_position = 0
         self.resyncs = 0
+        self._stream_clock = StreamClock()
+        self._dropped_seen = 0
         self.rate = RATE
         self.device_rate = RATE
         self.device_name = ""
@@ -126,11 +137,11 @@ class Microphone:
             raise AudioUnavailable(f"cannot open input device {info.name!r}: {error}") from error
 
     def _callback(self, indata: np.ndarray, frames: int, times: Any, status: Any) -> None:
-        at = (times.inputBufferAdcTime or times.currentTime) + time.monotonic() - times.currentTime
+        at = self._stream_clock.monotonic(times.inputBufferAdcTime or times.currentTime, times.currentTime)
         if status.input_overflow:
             self.overflows += 1
         assert self._queue is not None
-        self._queue.put((indata[:, 0].copy(), at))
+        self._queue.put((indata[:, 0].copy(), at, bool(status.input_overflow)))
 
     def _finished(self) -> None:
         if not self._closing and self._queue is not None:
@@ -146,17 +157,29 @@ class Microphone:
                     item = await self._queue.get()
             except TimeoutError:
                 item = None
+                if not self._device_quiet():
+                    continue  # the loop was busy (a model loading), not the device: its audio is queued
                 if self._failure is None and not self._closing:
                     self._failure = CaptureFailed(f"no audio from the input device for {self._stall_s:g} s")
             if item is not None:
-                frame = self._frame(*item)
+                block, at, overflowed = item
+                dropped, self._dropped_seen = self._queue.dropped - self._dropped_seen, self._queue.dropped
+                frame = self._frame(block, at, lost=overflowed or dropped > 0)
                 if frame is not None:
                     yield frame
             elif self._failure is not None and not self._closing:
                 yield self._failure
                 return
 
-    def _frame(self, block: np.ndarray, at: float) -> Frame | None:
+    def _device_quiet(self) -> bool:
+        """No audio from the device itself for the stall time (the loop's own waits prove nothing)."""
+        queue = self._queue
+        return queue is None or (queue.empty and time.monotonic() - queue.last_put >= self._stall_s)
+
+    def _frame(self, block: np.ndarray, at: float, *, lost: bool = False) -> Frame | None:
+        """`lost`: audio before this block never reached us (an overflow, a full queue), so the sample clock
+        no longer tells its time: its own stamp does. Carried on, a loss under RESYNC_S would leave every later
+        frame that much early for good, and the echo before its reference (issue 12)."""
         if self._resampler is not None:
             converted = np.asarray(self._resampler.resample_chunk(block), dtype=np.float32)
             at += len(block) / self.device_rate - len(converted) / RATE  # the output ends where the input ended
@@ -165,7 +188,8 @@ class Microphone:
             return None
         # stamps follow the sample clock; the callback's jittery ADC times only re-anchor it on a real jump
         predicted = self._anchor_at + (self._position - self._anchor_position) / RATE
-        if self._position == 0 or abs(at - predicted) > RESYNC_S:
+        if self._position == 0 or lost or abs(at - predicted) > RESYNC_S:
+            log.debug("microphone re-anchored: stamp %.3f s off the sample clock", at - predicted)
             self._anchor_at, self._anchor_position = at, self._position
             self.resyncs += 1
         else:

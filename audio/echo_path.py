@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import collections
 import itertools
+import logging
 from dataclasses import dataclass
 
 import numpy as np
 
 from audio.ports import RATE
+
+log = logging.getLogger(__name__)
 
 CHUNK = RATE // 100  # 10 ms
 WINDOW = 2 * CHUNK  # spectra over 20 ms, every 10 ms
@@ -153,9 +156,13 @@ class EchoPath:
         ref = np.concatenate(list(self._ref_hist)[-(span + MAX_LAG_CHUNKS) :])
         lag, correlation = best_lag(mic, ref, round(MAX_DELAY_S * RATE / DECIMATE))
         if correlation >= DELAY_MIN_CORRELATION:
-            self.delay_chunks = round(lag * DECIMATE / CHUNK)
+            delay = round(lag * DECIMATE / CHUNK)
+            if delay != self.delay_chunks:
+                log.debug("echo path delay %s -> %d chunks (correlation %.2f)", self.delay_chunks, delay, correlation)
+            self.delay_chunks = delay
             self._unfound = 0
         else:
+            log.debug("no echo path delay found (correlation %.2f)", correlation)
             self._unfound += 1
 
 
@@ -166,8 +173,9 @@ def best_lag(mic: np.ndarray, ref: np.ndarray, max_lag: int) -> tuple[int, float
     size = 1 << (len(ref) + n).bit_length()
     dots = np.fft.irfft(np.fft.rfft(ref, size) * np.conj(np.fft.rfft(mic, size)), size)[: max_lag + 1]
     energy = np.concatenate([[0.0], np.cumsum(ref * ref)])
-    windows = energy[np.arange(max_lag + 1) + n] - energy[np.arange(max_lag + 1)]
+    windows = np.maximum(energy[np.arange(max_lag + 1) + n] - energy[np.arange(max_lag + 1)], 0.0)
     norms = np.sqrt(windows * float(np.dot(mic, mic))) + 1e-12
-    scores = dots / norms
+    # a near-silent stretch of `ref` (its energy a rounding error of the running sum) explains nothing
+    scores = np.where(windows > 1e-6 * float(np.max(windows, initial=0.0)), dots / norms, 0.0)
     k = int(np.argmax(scores))
     return max_lag - k, float(scores[k])

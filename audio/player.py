@@ -13,6 +13,7 @@ from audio.devices import resolve_device, sounddevice
 from audio.events import AudioUnavailable, PlaybackFailed
 from audio.playout import CoreSink
 from audio.ports import SystemClock, run_blocking
+from audio.stamps import StreamClock
 
 VOICE_RATE = 22050  # Piper en_US-joe-medium; used as the output rate when the device takes it
 BLOCK_S = 0.01  # 10 ms blocks: silence within one block, and ~20 ms of device buffer on PulseAudio
@@ -22,7 +23,7 @@ class Player(CoreSink):
     """Plays queued segments. `stop`/`pause` silence the callback from its next block and also abort-and-restart
     the stream, so what the device buffered but had not played is dropped: silence at once, and the cursor is exact.
 
-    Timestamps are monotonic seconds: PortAudio's DAC time is mapped onto `time.monotonic()` in the callback.
+    Timestamps are monotonic seconds: PortAudio's DAC time is mapped onto `time.monotonic()` by audio.stamps.
     Samples given to `enqueue` at another rate (or int16) are converted there, never in the callback.
     """
 
@@ -36,13 +37,16 @@ class Player(CoreSink):
     ) -> None:
         super().__init__(SystemClock(), rate, max(1, round(rate * BLOCK_S)))
         self._device = device
-        self._latency = latency
+        import os
+
+        self._latency = float(os.environ["PARLEY_OUT_LATENCY"]) if os.environ.get("PARLEY_OUT_LATENCY") else latency
         self._on_failure = on_failure
         self._stream: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closing = False
         self._flushing = False
         self._mono = np.zeros(0, dtype=np.float32)
+        self._stream_clock = StreamClock()
         self.underflows = 0
         self.device_name = ""
 
@@ -82,8 +86,9 @@ class Player(CoreSink):
             raise AudioUnavailable(f"cannot open output device {info.name!r} at {self.rate} Hz: {error}") from error
 
     def _callback(self, outdata: np.ndarray, frames: int, times: Any, status: Any) -> None:
-        offset = time.monotonic() - times.currentTime
-        dac = (times.outputBufferDacTime or times.currentTime) + offset
+        now = time.monotonic()
+        dac = self._stream_clock.monotonic(times.outputBufferDacTime or times.currentTime, times.currentTime, now)
+        dac = max(dac, now)  # run after its DAC time (the GIL was busy): the device underran, the block plays late
         mono = self._mono if frames == len(self._mono) else np.zeros(frames, dtype=np.float32)
         self._core.render(mono, dac)
         outdata[:] = mono[:, None]

@@ -4,22 +4,65 @@ Every block sits where its DAC stamp says, not merely after the block before: a 
 or stop drops what the device buffered (~25 ms on PulseAudio), and appending regardless would shift the
 reference later by that much on every barge-in until the echo comes *before* its reference and the canceller
 cannot remove it (issue 12). Stamp jitter below JITTER_S is the sample clock's, and is appended as is; a slow
-clock drift is followed in small steps.
+clock drift is followed in small steps. A gap (an underrun) or an overlap in a running stream moves the write
+position without restarting the resampler: on a busy machine that happens many times a second, and restarting a
+resampler each time cost the event loop more than the audio it tapped (the listener fell seconds behind).
 """
 
 from __future__ import annotations
 
 import collections
+import logging
 
 import numpy as np
 import soxr
 
 from audio.ports import RATE
 
+log = logging.getLogger(__name__)
 KEEP_S = 3.0  # how much played audio stays readable
 JITTER_S = 0.004  # a stamp this far off the sample clock is placed where it says (a restart, an underrun)
 DRIFT_STEP = 16  # samples (1 ms): a sample clock that drifts from the stamps is corrected this much at a time
 DRIFT_ALPHA = 0.05  # smoothing of the stamp error that tells drift from jitter
+
+
+class _Samples:
+    """A float32 buffer that grows at its end and is trimmed at its head without copying it each time."""
+
+    def __init__(self) -> None:
+        self._data = np.zeros(1 << 16, dtype=np.float32)
+        self._start = 0
+        self._end = 0
+
+    def __len__(self) -> int:
+        return self._end - self._start
+
+    @property
+    def view(self) -> np.ndarray:
+        return self._data[self._start : self._end]
+
+    def append(self, samples: np.ndarray) -> None:
+        n = len(samples)
+        if self._end + n > len(self._data):
+            kept = self.view.copy()
+            self._data = np.zeros(max(len(self._data), 2 * (len(kept) + n)), dtype=np.float32)
+            self._data[: len(kept)] = kept
+            self._start, self._end = 0, len(kept)
+        self._data[self._end : self._end + n] = samples
+        self._end += n
+
+    def fit(self, length: int) -> None:
+        """Cut to `length` samples, or pad to it with silence."""
+        if length <= len(self):
+            self._end = self._start + length
+        else:
+            self.append(np.zeros(length - len(self), dtype=np.float32))
+
+    def drop_head(self, count: int) -> None:
+        self._start += min(count, len(self))
+
+    def clear(self) -> None:
+        self._start = self._end = 0
 
 
 class ReferenceTap:
@@ -33,13 +76,14 @@ class ReferenceTap:
         self._rate_in = rate_in
         self._inbox: collections.deque[tuple[float, np.ndarray | None]] = collections.deque(maxlen=max_blocks)
         self._resampler: soxr.ResampleStream | None = None
-        self._buffer = np.zeros(0, dtype=np.float32)
+        self._buffer = _Samples()
         self._t0: float | None = None  # clock time of self._buffer[0]
         self._stream_at = 0  # buffer index where the resampler's output starts
         self._fed = 0  # input samples given to the resampler since it started
         self._drift = 0.0  # smoothed stamp error (seconds, + = the stamps run later than the samples)
         self._streaming = False  # blocks follow each other on the sample clock
         self.resyncs = 0
+        self.streams = 0  # resampler streams started (one per restart of the output, not per gap)
 
     def push(self, dac_time: float, block: np.ndarray) -> None:
         """From the audio thread: one small copy and a deque append, nothing else."""
@@ -57,7 +101,7 @@ class ReferenceTap:
         start = round((at - self._t0) * RATE)
         lo, hi = max(start, 0), min(start + n, len(self._buffer))
         if hi > lo:
-            out[lo - start : hi - start] = self._buffer[lo:hi]
+            out[lo - start : hi - start] = self._buffer.view[lo:hi]
         return out
 
     @property
@@ -84,8 +128,10 @@ class ReferenceTap:
         assert self._t0 is not None
         expected = self._t0 + (self._stream_at + self._fed * RATE / self._rate_in) / RATE
         error = dac_time - expected
-        if not self._streaming or abs(error) > JITTER_S:
+        if not self._streaming or abs(error) > KEEP_S:
             self._resync(dac_time)
+        elif abs(error) > JITTER_S:
+            self._shift(error)
         else:
             self._follow(error)
 
@@ -98,6 +144,16 @@ class ReferenceTap:
             self._t0 += step / RATE  # the same samples, `step` later on the clock
             self._drift -= step / RATE
 
+    def _shift(self, error: float) -> None:
+        """A gap (silence) or an overlap (the later block wins) in a running stream; the resampler runs on, so
+        the few samples it holds back land that much off, a millisecond or two."""
+        self.resyncs += 1
+        samples = round(error * RATE)
+        if samples < 0:
+            samples = -min(-samples, len(self._buffer))
+        self._buffer.fit(len(self._buffer) + samples)
+        self._stream_at += samples
+
     def _resync(self, dac_time: float) -> None:
         """Close the running stream and start the next one where `dac_time` falls (gap: silence)."""
         assert self._t0 is not None
@@ -105,25 +161,21 @@ class ReferenceTap:
         self._finish_stream()
         position = round((dac_time - self._t0) * RATE)
         if position - len(self._buffer) > KEEP_S * RATE or position < 0:
-            self._buffer, self._t0, position = np.zeros(0, dtype=np.float32), dac_time, 0
-        self._fit(position)
+            self._buffer.clear()
+            self._t0, position = dac_time, 0
+        self._buffer.fit(position)
         self._restart(position)
 
     def _cut(self, at: float) -> None:
         if self._t0 is None:
             return
         self._finish_stream()
-        self._fit(min(len(self._buffer), max(0, round((at - self._t0) * RATE))))
+        self._buffer.fit(min(len(self._buffer), max(0, round((at - self._t0) * RATE))))
         self._streaming = False  # the next block starts a new stream where its stamp says
-
-    def _fit(self, length: int) -> None:
-        if length <= len(self._buffer):
-            self._buffer = self._buffer[:length]
-        else:
-            self._buffer = np.concatenate([self._buffer, np.zeros(length - len(self._buffer), dtype=np.float32)])
 
     def _restart(self, position: int) -> None:
         same = self._rate_in == RATE
+        self.streams += 1
         self._resampler = None if same else soxr.ResampleStream(self._rate_in, RATE, 1, dtype="float32")
         self._stream_at, self._fed, self._drift, self._streaming = position, 0, 0.0, True
 
@@ -142,12 +194,11 @@ class ReferenceTap:
             self._append(np.asarray(self._resampler.resample_chunk(block), dtype=np.float32))
 
     def _append(self, samples: np.ndarray) -> None:
-        if len(samples):
-            self._buffer = np.concatenate([self._buffer, samples])
+        self._buffer.append(samples)
 
     def _trim(self) -> None:
         excess = len(self._buffer) - int(KEEP_S * RATE)
         if excess > 0 and self._t0 is not None:
-            self._buffer = self._buffer[excess:]
+            self._buffer.drop_head(excess)
             self._t0 += excess / RATE
             self._stream_at -= excess

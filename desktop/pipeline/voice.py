@@ -15,7 +15,7 @@ import math
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import anyio
 import numpy as np
@@ -64,6 +64,10 @@ from desktop.pipeline.speech import SIMULATED_MS_PER_WORD, FallbackSpeech
 from desktop.pipeline.voice_output import VoiceOutput
 from engine.conversation import Conversation
 from engine.silent_speech import SilentSpeech
+
+if TYPE_CHECKING:
+    from adapters.turn.smart_turn import SmartTurn
+    from adapters.turn.words_lm import SentenceEnd
 
 log = logging.getLogger(__name__)
 
@@ -335,19 +339,16 @@ class VoicePipeline:
     async def _load_turn_model(self) -> None:
         """Smart Turn, unless turned off or given; without it the words and the silence decide (logged)."""
         if self._turn_model is None and self.audio.turn_model:
-            from adapters.turn.smart_turn import SmartTurn
-
-            self._turn_model = await self._load_judge(SMART_TURN, SmartTurn, "the words and the silence decide")
+            self._turn_model = await self._load_judge(SMART_TURN, _smart_turn, "the words and the silence decide")
 
     async def _load_sentence_end(self) -> None:
         """SmolLM2 reading the words at a pause, unless turned off or given; without it statements wait longer."""
         if self._load_words_model and self.audio.turn_model:
-            from adapters.turn.words_lm import SentenceEnd
-
-            self._words_model = await self._load_judge(SENTENCE_END, SentenceEnd, "statements wait statement_wait_ms")
+            self._words_model = await self._load_judge(SENTENCE_END, _sentence_end, "statements wait statement_wait_ms")
 
     async def _load_judge(self, label: str, make: Callable[[], _Judge], without: str) -> _Judge | None:
-        """An end-of-turn model made (finding its file scans a wheel's file list) and loaded in a worker thread;
+        """An end-of-turn model imported and made (importing llama.cpp alone runs seconds of Python: on the loop it
+        starved the microphone; finding a file scans a wheel's file list) and loaded in a worker thread;
         None, logged and reported, when it cannot be: the turn is then decided without it."""
         started = self.clock.now()
         self._on_fact(ModelLoading(label, "loading"))
@@ -468,6 +469,18 @@ class VoicePipeline:
     async def _close(self) -> None:
         await self.devices.source.close()  # the listener's frames end
         await self.devices.sink.close()
+
+
+def _smart_turn() -> SmartTurn:
+    from adapters.turn.smart_turn import SmartTurn
+
+    return SmartTurn()
+
+
+def _sentence_end() -> SentenceEnd:
+    from adapters.turn.words_lm import SentenceEnd
+
+    return SentenceEnd()
 
 
 def _ignore(_fact: PipelineFact) -> None:

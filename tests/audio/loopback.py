@@ -282,12 +282,31 @@ def synthesize(texts: list[str]) -> tuple[int, list[np.ndarray]]:
     return int(voice.config.sample_rate), clips
 
 
-async def condition(pulse: kit.Pulse, latency_ms: int, gain_db: float, reps: int = 1) -> dict[str, Tally]:
-    """Issue 12's script on one loopback: per case, what fired."""
+def hold_gil(seconds: float) -> None:
+    """Keep the GIL for about `seconds` in one C call, as a Qt paint or layout does on the window's thread."""
+    started = time.perf_counter()
+    sum(range(100_000))
+    per_item = (time.perf_counter() - started) / 100_000
+    sum(range(round(seconds / per_item)))  # a builtin loop: no other thread runs until it returns
+
+
+async def stall_loop(stall_s: float, every_s: float) -> None:
+    """The loop's thread busy `stall_s` out of every `every_s` (the playback callback waits for the GIL)."""
+    while True:
+        await asyncio.sleep(every_s - stall_s)
+        hold_gil(stall_s)
+
+
+async def condition(
+    pulse: kit.Pulse, latency_ms: int, gain_db: float, reps: int = 1, stalls: tuple[float, float] | None = None
+) -> dict[str, Tally]:
+    """Issue 12's script on one loopback: per case, what fired. `stalls`: (seconds, every seconds) the loop's
+    thread holds the GIL, as a busy window does."""
     rate, (long, short) = synthesize([LONG, SHORT])
     module = load_loopback(pulse, latency_ms, gain_db)
     rig = Loopback(rate)
     cases = {"long": Tally(), "short": Tally(), "talk_over": Tally(), "after_barge_in": Tally()}
+    stalling = asyncio.create_task(stall_loop(*stalls)) if stalls else None
     try:
         await rig.start()
         for _ in range(reps):
@@ -296,8 +315,12 @@ async def condition(pulse: kit.Pulse, latency_ms: int, gain_db: float, reps: int
             cases["after_barge_in"].add(await rig.reply_after_barge_in(long, short, 0.2))
             cases["talk_over"].add((await rig.talk_over(long, 2.5))[0])
     finally:
+        if stalling is not None:
+            stalling.cancel()
+            await asyncio.wait({stalling})
         await rig.close()
         unload_loopback(pulse, module)
+    print(f"underruns {rig.player.underflows}", flush=True)
     return cases
 
 
@@ -306,7 +329,9 @@ def main() -> None:
     parser.add_argument("--latency", type=int, nargs="+", default=[20, 40, 120])
     parser.add_argument("--gain-db", type=float, nargs="+", default=[0.0, -10.0])
     parser.add_argument("--reps", type=int, default=1)
+    parser.add_argument("--stall-ms", type=float, nargs=2, metavar=("MS", "EVERY_MS"), help="hold the GIL")
     args = parser.parse_args()
+    stalls = (args.stall_ms[0] / 1000, args.stall_ms[1] / 1000) if args.stall_ms else None
     from audio.devices import refresh
 
     server = kit.start()
@@ -314,7 +339,7 @@ def main() -> None:
     try:
         for gain in args.gain_db:
             for latency in args.latency:
-                cases = asyncio.run(condition(server, latency, gain, args.reps))
+                cases = asyncio.run(condition(server, latency, gain, args.reps, stalls))
                 for name, t in cases.items():
                     print(f"latency {latency} ms gain {gain:g} dB {name:15s} self-fired {len(t.self_fired)} "
                           f"false onsets {len(t.false_onsets)} caught {sum(t.caught)}/{len(t.caught)} "

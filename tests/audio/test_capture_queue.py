@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import threading
 
+import numpy as np
 import pytest
 
-from audio.capture import FrameQueue
+from audio.capture import FrameQueue, Microphone
+from audio.events import CaptureFailed
+from audio.ports import Frame
 
 pytestmark = pytest.mark.anyio
 
@@ -27,3 +30,49 @@ async def test_a_waiting_reader_wakes_on_a_put_from_another_thread() -> None:
     await asyncio.sleep(0)
     threading.Thread(target=queue.put, args=("frame",)).start()
     assert await asyncio.wait_for(reader, 5) == "frame"
+
+
+def test_audio_lost_before_a_block_puts_it_at_its_own_stamp() -> None:
+    """A full queue or an overflow loses audio: the next frame sits at its stamp, not on the sample clock that
+    lost count (a 0.1 s loss would otherwise leave every later frame 0.1 s early, under the re-anchor limit)."""
+    mic = Microphone()
+    block = np.zeros(320, dtype=np.float32)
+    first = mic._frame(block, 50.0)
+    jittered = mic._frame(block, 50.02 + 0.003)
+    after_loss = mic._frame(block, 50.04 + 0.1, lost=True)
+    following = mic._frame(block, 50.16 + 0.002)
+    assert first is not None
+    assert jittered is not None
+    assert after_loss is not None
+    assert following is not None
+    assert jittered.at == pytest.approx(50.02), "jitter stays on the sample clock"
+    assert after_loss.at == pytest.approx(50.14), "after a loss the stamp is the truth"
+    assert following.at == pytest.approx(50.16), "and the sample clock goes on from there"
+
+
+async def test_a_busy_loop_is_not_a_silent_microphone() -> None:
+    """The loop held longer than the stall time (a model's import) while the device went on delivering: the
+    queued audio comes through and no failure is reported; a device that stops delivering still fails."""
+    mic = Microphone(stall_s=0.2)
+    mic._queue = queue = FrameQueue(asyncio.get_running_loop(), maxlen=100)
+    stop = threading.Event()
+
+    def device() -> None:
+        k = 0
+        while not stop.is_set() and k < 40:
+            queue.put((np.zeros(320, dtype=np.float32), 1.0 + k * 0.02, False))
+            k += 1
+            stop.wait(0.02)
+
+    feeder = threading.Thread(target=device)
+    feeder.start()
+    threading.Event().wait(0.5)  # the loop's thread busy for 0.5 s, as while importing llama.cpp
+    items = []
+    async for item in mic.frames():
+        items.append(item)
+        if isinstance(item, CaptureFailed):
+            break
+    stop.set()
+    feeder.join()
+    assert [type(i) for i in items[:40]] == [Frame] * 40, "the busy stretch lost nothing and failed nothing"
+    assert isinstance(items[-1], CaptureFailed), "once the device went quiet, the microphone failed"

@@ -5,11 +5,23 @@ itself; the user talking over a reply always does, the output paused within a fe
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import numpy as np
 import pytest
 
 from tests.audio import pulse as pulse_kit
-from tests.audio.loopback import LONG, SHORT, Loopback, Tally, load_loopback, synthesize, unload_loopback
+from tests.audio.loopback import (
+    LONG,
+    SHORT,
+    Loopback,
+    Tally,
+    load_loopback,
+    stall_loop,
+    synthesize,
+    unload_loopback,
+)
 from tests.audio.signals import report
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -45,3 +57,36 @@ async def test_parley_never_hears_itself_and_the_user_always_interrupts(
     assert tally.self_fired == [], "Parley interrupted itself"
     assert tally.caught == [True, True], "a user talking over Parley did not interrupt it"
     assert len(tally.stop_ms) == 2
+
+
+@pytest.mark.timeout(90)
+async def test_a_busy_event_loop_does_not_make_parley_hear_itself(
+    pulse: pulse_kit.Pulse, replies: tuple[int, list[np.ndarray]]
+) -> None:
+    """As in the window: the loop once blocked for over two seconds (models loading), so the microphone's queue
+    overflows by a fraction of a second, then its thread holds the GIL 30 ms of every 100 (painting) while replies
+    play. Before, the lost audio left every later frame that much early (the echo path never found), or the loop's
+    own wait was taken for a silent microphone."""
+    rate, (long, short) = replies
+    module = load_loopback(pulse, 40, 0.0)
+    rig = Loopback(rate)
+    tally = Tally()
+    try:
+        await rig.start()
+        time.sleep(2.1)  # noqa: ASYNC251 - the loop blocked, the audio threads not: the queue holds 2 s, ~0.1 s is lost
+        async with asyncio.TaskGroup() as group:
+            stalling = group.create_task(stall_loop(0.03, 0.1))
+            tally.add(await rig.reply(long))
+            tally.add(await rig.reply(short))
+            tally.add((await rig.talk_over(long, after_s=2.5))[0])
+            stalling.cancel()
+    finally:
+        await rig.close()
+        unload_loopback(pulse, module)
+    report(f"PulseAudio loopback, busy loop: own barge-ins {len(tally.self_fired)}, false onsets "
+           f"{len(tally.false_onsets)}, caught {tally.caught}, stop_ms {tally.stop_ms}, lost frames "
+           f"{rig.listener.source.dropped}, underruns {rig.player.underflows}")  # fmt: skip
+    assert rig.listener.source.dropped > 0, "the stall lost microphone frames, as in the window"
+    assert tally.self_fired == [], "Parley interrupted itself"
+    assert len(tally.false_onsets) <= 3, "its own voice paused it again and again (a stutter: dozens)"
+    assert tally.caught == [True], "the user talking over Parley did not interrupt it"

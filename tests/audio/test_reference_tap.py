@@ -62,3 +62,39 @@ def test_reads_outside_what_played_are_silent_and_resampled_input_lines_up() -> 
     expected = np.sin(2 * np.pi * 300 * (0.2 + np.arange(1600) / RATE))
     assert np.max(np.abs(out - expected)) < 0.02, "16 kHz samples at the times they were audible"
     assert not np.any(tap.read(4.0, 1600)), "before anything played: silence"
+
+
+def test_an_underrun_gap_and_an_overlap_in_a_running_stream_sit_at_their_stamps() -> None:
+    tap = ReferenceTap(RATE)
+    end = _play(tap, 20.0, 20)
+    late = end + 0.03  # an underrun: the device played 30 ms of silence before the next block
+    end = _play(tap, late, 10, start=50_001)
+    early = end - 0.008  # the next block's stamp 8 ms before the sample clock's: it wins the overlap
+    _play(tap, early, 5, start=70_001)
+    heard = tap.read(20.0, round((early - 20.0) * RATE) + 5 * BLOCK)
+    gap = slice(20 * BLOCK, 20 * BLOCK + 480)
+    assert not np.any(heard[gap]), "the underrun is silence"
+    assert heard[gap.stop] == pytest.approx(50_001 / 1e5), "the block after it sits at its own stamp"
+    assert heard[-5 * BLOCK] == pytest.approx(70_001 / 1e5), "an early block overwrites what it overlaps"
+    assert tap.resyncs == 2
+
+
+def test_gaps_in_a_resampled_stream_keep_one_resampler_and_the_audio_in_place() -> None:
+    """A busy machine: an underrun every few blocks. Restarting the resampler at each cost the event loop more
+    than real time (issue 12); the stream runs on, and a tone after the last gap is where its stamps say."""
+    rate = 22050
+    tap = ReferenceTap(rate)
+    at = 3.0
+    played = 0
+    for k in range(300):
+        at += 0.012 if k % 3 == 0 and k < 250 else 0.0  # a 12 ms underrun every third block until the end
+        times = at + np.arange(220) / rate
+        tap.push(at, np.sin(2 * np.pi * 300 * times).astype(np.float32))
+        at += 220 / rate
+        played += 220
+        tap.read(at - 0.1, 160)
+    assert tap.resyncs >= 80
+    assert tap.streams == 1
+    out = tap.read(at - 0.2, 1600).astype(np.float64)
+    expected = np.sin(2 * np.pi * 300 * (at - 0.2 + np.arange(1600) / RATE))
+    assert np.corrcoef(out, expected)[0, 1] > 0.99, "the audio after the gaps sits at its stamps"
