@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 import sys
 import tempfile
 import time
@@ -59,12 +60,17 @@ class Options:
 
 
 def run_bench(options: Options) -> int:
-    """Measure, print the table, write the JSON; 0 whether or not the targets are met."""
+    """Measure, print the table, write the JSON; 0 whether or not the targets are met, 1 (a line saying where
+    its files are kept) when a run could not be measured."""
     plan = QUICK if options.quick else options.plan
     if options.soak is not None:
         plan = Plan(**{**vars(plan), "soak": options.soak})
     started = time.monotonic()
-    measured = asyncio.run(_measure(plan, options.devices, _progress(started)))
+    try:
+        measured = asyncio.run(_measure(plan, options.devices, _progress(started)))
+    except RunFailed as failed:
+        print(f"parley bench: {failed}", file=sys.stderr)
+        return 1
     table, notes = rows(measured), footnotes(measured)
     print(render(table, notes))
     if options.json is not None:
@@ -119,12 +125,25 @@ async def _models(
     progress("models on their own")
 
 
+class RunFailed(Exception):
+    """A scenario that could not be measured; its journal and recording are kept for a look."""
+
+
+def _kept(run_dir: Path, what: str, error: Exception) -> RunFailed:
+    kept = Path(tempfile.mkdtemp(prefix="parley-bench-kept-"))
+    shutil.copytree(run_dir, kept, dirs_exist_ok=True)
+    return RunFailed(f"{what} failed ({error}); its journal and recording are kept in {kept}")
+
+
 async def _scenarios(
     measured: Measured, models: Models, root: Path, plan: Plan, progress: Callable[[str], None]
 ) -> None:
     for name, reps, into in (("barge_in", plan.barge_in, measured.barge_in), ("echo", plan.echo, measured.echo)):
         for n in range(reps):
-            run = await run_scenario(f"{name}.toml", root / f"{name}{n}", models.config)
+            try:
+                run = await run_scenario(f"{name}.toml", root / f"{name}{n}", models.config)
+            except TimeoutError as error:
+                raise _kept(root / f"{name}{n}", f"{name} run {n + 1}", error) from None
             into.append(run)
             measured.stops += stops(run)
             measured.heard += await heard_word_errors(run, models.transcriber)
