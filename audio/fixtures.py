@@ -6,6 +6,7 @@ real time with SystemClock, or a VirtualClock, frame by frame (20 ms) as time ad
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -149,15 +150,25 @@ class RecordingSink(CoreSink):
     async def _run(self) -> None:
         k = 0
         while True:
+            missed = self._missed(k)
+            if missed:  # woken late (a starved loop): the device played those blocks as silence
+                gap = np.zeros(missed * self._block, dtype=np.float32)
+                self._core.render_silence(gap, self._dac(k))
+                self._blocks.append(gap)
+                k += missed
             block = np.zeros(self._block, dtype=np.float32)
-            dac = self._t0 + k * self.block_s + self.latency_s - self._skew / self.rate
-            if self._clock.now() - (self._t0 + k * self.block_s) > UNDERRUN_BLOCKS * self.block_s:
-                self._core.render_silence(block, dac)  # woken late (a starved loop): the device played silence
-            else:
-                self._core.render(block, dac)
-            self._blocks.append(block)
+            self._core.render(block, self._dac(k))  # at least one block of audio per wake: a loop that is always
+            self._blocks.append(block)  # late still hears the reply, stretched by the gaps
             k += 1
             await self._clock.sleep(self._t0 + k * self.block_s - self._clock.now())
+
+    def _dac(self, k: int) -> float:
+        return self._t0 + k * self.block_s + self.latency_s - self._skew / self.rate
+
+    def _missed(self, k: int) -> int:
+        """Blocks from `k` on that were due more than UNDERRUN_BLOCKS ago: past, played as silence."""
+        behind = (self._clock.now() - self._t0) / self.block_s - UNDERRUN_BLOCKS
+        return max(0, math.ceil(behind) - k)
 
     async def close(self) -> None:
         task, self._task = self._task, None

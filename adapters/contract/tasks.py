@@ -5,10 +5,16 @@ Leaving `open_tasks()` means every task started in it has ended - and their work
 `on_error` and the other work goes on (a listener that fails must not take the session down), or, without
 `on_error`, cancels the group and is raised when it closes. The block's own exception comes out as it was raised,
 not wrapped in an ExceptionGroup as a bare task group would.
+
+A child that raises CancelledError when nothing cancelled it (a stopped model call reported as a cancel to a
+caller outside any cancelled scope) is a failure like any other: a bare anyio group would quietly cancel itself
+and everything it hosts (once, the session's engine closed and reopened mid-turn that way).
 """
 
 from __future__ import annotations
 
+import asyncio
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -17,6 +23,19 @@ import anyio
 from anyio.abc import TaskGroup
 
 ErrorHandler = Callable[[str, Exception], None]
+
+
+class StrayCancellation(RuntimeError):
+    """A task raised CancelledError that no cancellation asked for (its cause holds where)."""
+
+
+def _cancel_requested() -> bool:
+    """Was this task asked to cancel (a native cancel, or a cancel scope around it: anyio delivers that at the
+    next await, so code that sees its signal set may raise first), rather than raising it by itself?"""
+    task = asyncio.current_task()
+    if task is None or task.cancelling() > 0:
+        return True
+    return anyio.current_effective_deadline() == -math.inf
 
 
 class Tasks:
@@ -51,6 +70,12 @@ class Tasks:
             await fn(*args)
         except Exception as error:  # noqa: BLE001 (reported to the owner, never lost; cancellation passes through)
             self._failed(name, error)
+        except anyio.get_cancelled_exc_class() as cancelled:
+            if _cancel_requested():
+                raise
+            stray = StrayCancellation(f"task {name!r} raised CancelledError that no cancellation asked for")
+            stray.__cause__ = cancelled
+            self._failed(name, stray)
         finally:
             self._running.remove(name)
 

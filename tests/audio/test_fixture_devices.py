@@ -53,13 +53,19 @@ async def test_a_file_source_knows_where_its_last_clip_ends_and_when_it_has_been
     assert not any(exhausted for end, exhausted in heard if end < 1.5 - 1e-9)
 
 
+async def _sink_playing(clock: VirtualClock, seconds: float) -> RecordingSink:
+    """A started fixture speaker with a tone of `seconds` queued as turn 1's segment "a"."""
+    sink = RecordingSink(clock, latency_s=0.03)
+    await sink.start()
+    sink.enqueue(1, "a", tone(seconds, sink.rate))
+    return sink
+
+
 async def test_b_recording_sink_stop_is_silent_at_once_and_reports_what_was_heard() -> None:
     clock = VirtualClock()
-    sink = RecordingSink(clock, latency_s=0.03)
+    sink = await _sink_playing(clock, 2.0)
     rate = sink.rate
-    await sink.start()
     async with clock.autojump():
-        sink.enqueue(1, "a", tone(2.0, rate))
         await clock.sleep(0.7)
         stop_at = clock.now()
         heard = sink.stop(1)["a"]
@@ -74,6 +80,36 @@ async def test_b_recording_sink_stop_is_silent_at_once_and_reports_what_was_hear
     assert cut <= stop_index + 1, "nothing sounds after the stop"
     assert onset == pytest.approx(round(0.0 * rate), abs=1)
     assert heard == pytest.approx(700.0 - 30.0, abs=1.0)  # the first 30 ms of the 700 were still in the buffer
+
+
+class _StarvedClock(VirtualClock):
+    """Every sleep wakes `late_s` after it was due: a loop too busy to keep a 10 ms block rate."""
+
+    def __init__(self, late_s: float) -> None:
+        super().__init__()
+        self.late_s = late_s
+
+    async def sleep(self, seconds: float) -> None:
+        await super().sleep(max(0.0, seconds) + self.late_s)
+
+
+async def test_b_a_starved_recording_sink_underruns_but_still_plays_its_queue() -> None:
+    """Woken late at every block, the sink plays silence for what it missed and then the next block of audio:
+    the reply is heard (stretched by the gaps), as it is on a loaded machine, never held back for good."""
+    clock = _StarvedClock(late_s=0.035)
+    sink = await _sink_playing(clock, 0.5)
+    rate = sink.rate
+    async with clock.autojump():
+        await clock.sleep(3.0)
+        elapsed = clock.now() - sink.recording_start
+        await sink.close()
+    heard = sink.audible_at(1, "a", 0.0)
+    assert heard is not None, "the queued reply reached the speaker"
+    assert sink.audible_at(1, "a", 499.0) is not None, "all of it"
+    recording = sink.recording()
+    assert abs(len(recording) / rate - elapsed) <= 0.1, "silence fills what the starved loop missed"
+    played = tone(0.5, rate)
+    assert float(np.sum(recording**2)) == pytest.approx(float(np.sum(played**2)), rel=0.01), "every sample once"
 
 
 async def _fixture_rig(clock: VirtualClock, *, echo_gain: float = 0.5) -> tuple[Rig, RecordingSink]:
