@@ -248,11 +248,15 @@ class _StallingMicrophone(_DyingMicrophone):
     def __init__(self, device: str | None = None) -> None:
         super().__init__(device)
         self.flowing = asyncio.Event()
+        self.loaded: Any = None  # the pipeline's models-loaded event, once the test has it
+        self.judged = asyncio.Event()  # the test has looked: a stall after loading may be reported now
 
     async def frames(self) -> Any:
         self.listens += 1
         if not self.flowing.is_set():
             await asyncio.sleep(0.1)
+            if self.loaded is not None and self.loaded.is_set():
+                await self.judged.wait()  # else a slow poll of `loaded` can miss the 0.1 s before the report
             yield CaptureFailed("no audio from the input device for 1 s")
             return
         for k in range(10_000):
@@ -308,10 +312,12 @@ def test_a_microphone_quiet_while_the_models_load_is_not_judged_and_a_banner_cle
     async def scenario() -> None:
         async with running_window(session, tmp_path / "config.toml") as window:
             (microphone,) = microphones
+            microphone.loaded = voice.pipeline.loaded
             await until(lambda: voice.pipeline.loaded.is_set(), within=60, what="models loaded")
             loading_listens = microphone.listens
             assert loading_listens >= 1  # it was quiet while they loaded ...
             assert "no_microphone" not in session.problems  # ... and that was not held against it
+            microphone.judged.set()
             await until(lambda: "no_microphone" in window.banners.banners, what="quiet after loading: reported")
             assert "ProblemRaised" in seen
             microphone.flowing.set()
