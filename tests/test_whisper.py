@@ -83,9 +83,12 @@ async def test_words_timed_before_a_cut_are_the_words_whisper_hears_in_it(fracti
     cut = int(len(segment.audio) * fraction)
     cut_ms = 1000.0 * cut / segment.sample_rate
     timed = [segment.text[w.start : w.end] for w in segment.words if w.end_ms <= cut_ms]
+    cut_word = [segment.text[w.start : w.end] for w in segment.words if w.start_ms < cut_ms < w.end_ms]
     heard = await WhisperTranscriber().transcribe(to_16k(segment.audio[:cut], segment.sample_rate), CancelSignal())
-    # one word of boundary error: the word at the cut (Whisper's misreadings before it are not the timings' fault)
-    assert boundary_word_error(" ".join(timed), heard.text) <= 1, (timed, heard.text)
+    # a word cut in two may be heard or not, and its half as anything ("were" once as "for me"); past it, one
+    # word of error at the boundary (Whisper drops a last word it hears no end of; misreadings cost no gap)
+    error = min(boundary_word_error(" ".join(timed + kept), heard.text) for kept in ([], cut_word))
+    assert error <= 1, (timed, cut_word, heard.text)
 
 
 def _noises() -> dict[str, Samples]:
