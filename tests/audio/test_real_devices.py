@@ -80,7 +80,9 @@ async def test_b_stop_silences_the_speaker_and_reports_what_was_heard(pulse: pul
     stop_index = onset + round(played_at_stop * rate / 1000.0)
     report(f"stop: heard {heard:.1f} ms, recorded {recorded_ms:.1f} ms, "
            f"stop-to-silence {(cut - stop_index) * 1000 / rate:.1f} ms, device buffer {device_ms:.1f} ms")  # fmt: skip
-    # exact to the stamps PortAudio gives: within the device's buffer and a block (a loaded run once was 23 ms out)
+    # exact to the stamps PortAudio gives: within the device's buffer and a block; on a loaded machine the sound
+    # server may play what it holds before the flush reaches it (loaded runs: 23 and 29 ms out, silent 28-32 ms on)
     assert abs(recorded_ms - heard) <= max(20.0, device_ms)
-    assert np.all(np.abs(recording[stop_index + round(0.03 * rate) :]) < 0.05)
+    silent_from = stop_index + round(max(30.0, device_ms + 10.0) * rate / 1000.0)
+    assert np.all(np.abs(recording[silent_from:]) < 0.05), "the speaker went on past the device's buffer"
     assert len(recording) - cut > 0.3 * rate, "the recording ran on in silence after the stop"
