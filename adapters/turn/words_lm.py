@@ -24,7 +24,7 @@ import numpy as np
 
 from adapters.contract.cancel import CancelSignal
 from adapters.contract.workers import StopFlag, Worker
-from adapters.llm.local import bundled_model
+from adapters.llm.local import bundled_model, open_llama
 from adapters.llm.models import LLAMA_LOAD_LOCK, ModelError
 
 N_CTX = 256
@@ -54,8 +54,7 @@ def normalized(text: str) -> str:
 
 def _load(path: Path) -> _Context:
     try:
-        with LLAMA_LOAD_LOCK:
-            llama = llama_cpp.Llama(model_path=str(path), n_ctx=N_CTX, n_threads=1, n_threads_batch=1, verbose=False)
+        llama = open_llama(path, n_ctx=N_CTX, n_threads=1, n_threads_batch=1)
     except (ValueError, RuntimeError) as error:
         raise ModelError(f"cannot load {path} for the end-of-turn words ({error})") from None
     end = llama.tokenize(END_OF_MESSAGE.encode(), add_bos=False, special=True)
