@@ -6,7 +6,10 @@ conversation ends with exactly the user's two turns, whatever of Parley's own vo
 from __future__ import annotations
 
 import asyncio
+import faulthandler
+import logging
 from argparse import Namespace
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -34,12 +37,31 @@ NEVER_ASKED = "(a turn the user never took)"
 QUIET_S = 10.0  # the room stays silent this long after "Two." has played: nothing may happen in it
 
 
+@pytest.fixture
+def debug_log(tmp_path: Path) -> Iterator[Path]:
+    """Every DEBUG line of the run, kept beside its journal (pytest keeps the last three runs' folders): a failure
+    seen once in ten suites is read from it afterwards instead of guessed at."""
+    path = tmp_path / "debug.log"
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(relativeCreated)9.0f %(threadName)s %(name)s %(message)s"))
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    try:
+        yield path
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+        handler.close()
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(150)
 @pytest.mark.parametrize("gain_db", [0.0, -10.0])
 @pytest.mark.parametrize("latency_ms", [20, 40, 120])
 def test_on_loudspeakers_hands_free_hears_only_the_user(
-    run: Any, tmp_path: Path, pulse: pulse_kit.Pulse, latency_ms: int, gain_db: float
+    run: Any, tmp_path: Path, pulse: pulse_kit.Pulse, latency_ms: int, gain_db: float, debug_log: Path
 ) -> None:
     config = replace(Config(), audio=replace(AudioConfig(), input_device="pulse", output_device="pulse"))
     voice, notes = voice_for(Namespace(fixture=None), config)
@@ -50,6 +72,13 @@ def test_on_loudspeakers_hands_free_hears_only_the_user(
     module = load_loopback(pulse, latency_ms, gain_db)
 
     async def scenario() -> None:
+        try:
+            await steps()
+        except AssertionError:
+            _dump_stacks()
+            raise
+
+    async def steps() -> None:
         async with running_window(session, tmp_path / "config.toml") as window:
             await until(lambda: not window.banners.loading.loading, within=60, what="Whisper and Piper loaded")
             session.set_hands_free(True)
@@ -89,3 +118,17 @@ def test_on_loudspeakers_hands_free_hears_only_the_user(
 async def _bubble(window: Any, turn: int) -> Any:
     await until(lambda: window.transcript_model.assistant(turn) is not None, within=40, what=f"reply {turn}")
     return window.transcript_model.assistant(turn)
+
+
+def _dump_stacks() -> None:
+    """Where every thread and task of a stalled run is, into the debug log (a stall leaves no other trace)."""
+    handlers = [h for h in logging.getLogger().handlers if isinstance(h, logging.FileHandler)]
+    for handler in handlers:
+        stream = handler.stream
+        stream.write("\n--- threads ---\n")
+        stream.flush()
+        faulthandler.dump_traceback(stream, all_threads=True)
+        stream.write("\n--- tasks ---\n")
+        for task in asyncio.all_tasks():
+            task.print_stack(limit=8, file=stream)
+        stream.flush()
