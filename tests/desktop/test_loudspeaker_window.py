@@ -35,6 +35,8 @@ STORY = " ".join(
 )
 NEVER_ASKED = "(a turn the user never took)"
 QUIET_S = 10.0  # the room stays silent this long after "Two." has played: nothing may happen in it
+STEP_S = 60.0  # a bound on each step, not a speed: this VM has stalled the whole process for 15-20 s at times
+# (Piper's first segment 14.8 s late, nothing of ours running; steal time up to 25 % of the CPUs here)
 
 
 @pytest.fixture
@@ -57,7 +59,7 @@ def debug_log(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(150)
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize("gain_db", [0.0, -10.0])
 @pytest.mark.parametrize("latency_ms", [20, 40, 120])
 def test_on_loudspeakers_hands_free_hears_only_the_user(
@@ -80,21 +82,22 @@ def test_on_loudspeakers_hands_free_hears_only_the_user(
 
     async def steps() -> None:
         async with running_window(session, tmp_path / "config.toml") as window:
-            await until(lambda: not window.banners.loading.loading, within=60, what="Whisper and Piper loaded")
+            await until(lambda: not window.banners.loading.loading, within=90, what="Whisper and Piper loaded")
             session.set_hands_free(True)
             asking = pulse_kit.play_into(pulse.micwire, fixture("tell_a_story.wav"))
             assert await asyncio.to_thread(asking.wait, 30) == 0
             story = await _bubble(window, 1)
-            await until(lambda: len((story.reading or "").split()) >= 12, within=30, what="the story well under way")
+            under_way = lambda: len((story.reading or "").split()) >= 12  # noqa: E731
+            await until(under_way, within=STEP_S, what="the story well under way")
             interrupting = pulse_kit.play_into(pulse.micwire, fixture("what_is_two_plus_two.wav"))
             assert await asyncio.to_thread(interrupting.wait, 30) == 0
             answer = await _bubble(window, 2)
-            await until(lambda: answer.settled, within=30, what='"Two." spoken to the end')
+            await until(lambda: answer.settled, within=STEP_S, what='"Two." spoken to the end')
             await asyncio.sleep(QUIET_S)  # an observation window: what Parley does while nobody speaks
             assert window.controls.hands_free.isChecked()
 
     try:
-        run(scenario(), within=140)
+        run(scenario(), within=280)
     finally:
         unload_loopback(pulse, module)
     events = read_events(session.journal_path)
@@ -116,7 +119,7 @@ def test_on_loudspeakers_hands_free_hears_only_the_user(
 
 
 async def _bubble(window: Any, turn: int) -> Any:
-    await until(lambda: window.transcript_model.assistant(turn) is not None, within=40, what=f"reply {turn}")
+    await until(lambda: window.transcript_model.assistant(turn) is not None, within=STEP_S, what=f"reply {turn}")
     return window.transcript_model.assistant(turn)
 
 
