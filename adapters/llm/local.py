@@ -343,16 +343,18 @@ def bundled_model() -> Path:
 def open_llama(path: Path, **options: Any) -> llama_cpp.Llama:
     """Blocking: llama.cpp on `path`; for the bundled model, on its Q8_0 copy (adapters.llm.requantize), and on
     the shipped file if the copy will not load (it is made again next time). Any other GGUF as the user chose it."""
-    file = prompt_ready(path) if path == bundled_model() else path
-    try:
-        with LLAMA_LOAD_LOCK:
-            return llama_cpp.Llama(model_path=str(file), verbose=False, **options)
-    except (ValueError, RuntimeError):
-        if file == path:
-            raise
-    forget_copy(file)
+    copy = prompt_ready(path) if path == bundled_model() else path
+    if copy != path:
+        try:
+            return _llama(copy, options)
+        except (ValueError, RuntimeError):
+            forget_copy(copy)
+    return _llama(path, options)
+
+
+def _llama(file: Path, options: dict[str, Any]) -> llama_cpp.Llama:
     with LLAMA_LOAD_LOCK:
-        return llama_cpp.Llama(model_path=str(path), verbose=False, **options)
+        return llama_cpp.Llama(model_path=str(file), verbose=False, **options)
 
 
 def _model_file(model_path: Path | None) -> Path:

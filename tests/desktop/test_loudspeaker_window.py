@@ -77,7 +77,7 @@ def test_on_loudspeakers_hands_free_hears_only_the_user(
         try:
             await steps()
         except AssertionError:
-            _dump_stacks()
+            _dump_stacks(debug_log)
             raise
 
     async def steps() -> None:
@@ -123,15 +123,12 @@ async def _bubble(window: Any, turn: int) -> Any:
     return window.transcript_model.assistant(turn)
 
 
-def _dump_stacks() -> None:
+def _dump_stacks(log: Path) -> None:
     """Where every thread and task of a stalled run is, into the debug log (a stall leaves no other trace)."""
-    handlers = [h for h in logging.getLogger().handlers if isinstance(h, logging.FileHandler)]
-    for handler in handlers:
-        stream = handler.stream
+    with log.open("a") as stream:
         stream.write("\n--- threads ---\n")
         stream.flush()
         faulthandler.dump_traceback(stream, all_threads=True)
         stream.write("\n--- tasks ---\n")
         for task in asyncio.all_tasks():
             task.print_stack(limit=8, file=stream)
-        stream.flush()
