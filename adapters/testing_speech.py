@@ -6,7 +6,6 @@ the same quiescence behaviour as with Whisper and Piper, in milliseconds and wit
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import threading
 from collections.abc import AsyncGenerator
@@ -14,7 +13,7 @@ from collections.abc import AsyncGenerator
 import numpy as np
 
 from adapters.asr import guard
-from adapters.contract.cancel import CancelSignal
+from adapters.contract.cancel import CancelSignal, stopped
 from adapters.contract.pcm import resample, to_mono_float32
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, SpeechText, SynthSegment, Transcript, Word, WordTiming
 from adapters.contract.workers import Worker
@@ -49,12 +48,12 @@ class FakeTranscriber:
         self, samples: Samples, signal: CancelSignal, *, sample_rate: int = ASR_SAMPLE_RATE
     ) -> Transcript:
         if signal.cancelled:
-            raise asyncio.CancelledError
+            await stopped()
         audio = resample(to_mono_float32(samples), sample_rate, ASR_SAMPLE_RATE)
         self.calls.append(len(audio) / ASR_SAMPLE_RATE)
         words = await FAKE_WORKER.run(functools.partial(self._decode, audio), signal)
         if words is None:
-            raise asyncio.CancelledError
+            await stopped()
         return Transcript(
             " ".join(w.text for w in words), words, 0.0 if words else 1.0, "en", len(audio) / ASR_SAMPLE_RATE
         )

@@ -6,11 +6,10 @@ the same quiescence behaviour as with Smart Turn, in milliseconds and without a 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from adapters.contract.cancel import CancelSignal
+from adapters.contract.cancel import CancelSignal, stopped
 from adapters.contract.pcm import resample, to_mono_float32
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples
 from adapters.contract.workers import StopFlag, Worker
@@ -49,7 +48,7 @@ class FakeEndOfTurnModel(_Scripted[Samples]):
 
     async def predict(self, samples: Samples, signal: CancelSignal, *, sample_rate: int = ASR_SAMPLE_RATE) -> float:
         if signal.cancelled:
-            raise asyncio.CancelledError
+            await stopped()
         audio = resample(to_mono_float32(samples), sample_rate, ASR_SAMPLE_RATE)
         self.calls.append(len(audio) / ASR_SAMPLE_RATE)
         return await self._answered(audio, signal)

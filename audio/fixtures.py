@@ -187,7 +187,10 @@ class EchoMixer:
     - `jitter_s`: the delay wanders within +-jitter_s (a sound server's adaptive resampling);
     - `drift_ppm`: the speaker's clock runs this much faster than the microphone's, so the delay creeps;
     - `nonlinearity`: soft clipping of a loudspeaker driven hard (0: linear; 1: tanh at full scale);
-    - `noise_db`: the room's noise floor at the microphone (dBFS; None: none).
+    - `noise_db`: the room's noise floor at the microphone (dBFS; None: none);
+    - `stalls`: (seconds after the first frame, seconds) - from then on the echo comes that much later (a sound
+      server that stalled and has played everything later since: on a loaded PulseAudio loopback the delay went
+      from 20 ms to 500 ms in a few steps).
     The delay is fractional and read by interpolation, i.e. the echo is resampled, as on a real path.
     """
 
@@ -202,6 +205,7 @@ class EchoMixer:
         drift_ppm: float = 200.0,
         nonlinearity: float = 0.3,
         noise_db: float | None = -70.0,
+        stalls: tuple[tuple[float, float], ...] = (),
         seed: int = 12,
     ) -> None:
         self._source = source
@@ -212,6 +216,7 @@ class EchoMixer:
         self.drift_ppm = drift_ppm
         self.nonlinearity = nonlinearity
         self.noise_db = noise_db
+        self.stalls = stalls
         self._rng = np.random.default_rng(seed)
         self._wander = 0.0  # the jitter's current offset (s), a bounded random walk
         self._t0: float | None = None
@@ -234,7 +239,8 @@ class EchoMixer:
             self._t0 = at
         step = self.jitter_s * 0.1
         self._wander = float(np.clip(self._wander + self._rng.uniform(-step, step), -self.jitter_s, self.jitter_s))
-        delay_start = self.delay_s + self._wander + self.drift_ppm * 1e-6 * (at - self._t0)
+        stalled = sum(late for after, late in self.stalls if at - self._t0 >= after)
+        delay_start = self.delay_s + stalled + self._wander + self.drift_ppm * 1e-6 * (at - self._t0)
         delay_end = delay_start + self.drift_ppm * 1e-6 * n / RATE
         margin = 4
         lead = int(np.floor(delay_start * RATE)) + margin

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import logging
 from collections.abc import Callable
 
 import numpy as np
@@ -25,6 +26,8 @@ from audio.ports import RATE, AudioSource, Frame
 from audio.protection import EchoMonitor
 from audio.vad import Vad
 
+log = logging.getLogger(__name__)
+
 ListenEvent = (
     SpeechStarted
     | SpeechEnded
@@ -38,12 +41,13 @@ ListenEvent = (
 KEEP_S = 2.0
 
 
-ECHO_LAGS_S = (-0.2, 0.5)  # how far the microphone may lag the played signal (acoustic path, DAC-time error)
+ECHO_LAGS_S = (-0.2, 1.0)  # how far the microphone may lag the played signal (acoustic path, DAC-time error)
 ECHO_WINDOW_S = 0.3  # the end of a speech run compared with the played signal
 ONSET_POWER = 10 ** (-45 / 10)  # unexplained sound this loud (mean square, -45 dBFS) is an onset...
 ONSET_CHUNKS = 2  # ...once it lasts this many 10 ms chunks
 ECHO_POWER = 1e-6  # explained echo below this (-60 dBFS) is none
 ECHO_RUN_UNEXPLAINED = 0.1  # a speech run with less of its power unexplained than this is the assistant's echo
+MIN_JUDGED_CHUNKS = 3  # a speech run is judged on no fewer 10 ms chunks since the echo path last moved
 
 
 def _power(samples: np.ndarray) -> float:
@@ -168,7 +172,8 @@ class Listener:
             played = self.echo.played(at, CHUNK) if self.echo is not None else np.zeros(CHUNK, np.float32)
             heard = self.path.step(chunk, played, at, quiet=self._quiet())
             self._chunks.append(heard)
-            self._loud_chunks = self._loud_chunks + 1 if heard.unexplained > ONSET_POWER else 0
+            loud = heard.unexplained > ONSET_POWER and not self.path.recheck()  # a path that moved explains it
+            self._loud_chunks = self._loud_chunks + 1 if loud else 0
             detector = self.barge_in
             if detector is not None and self._loud_chunks >= ONSET_CHUNKS:
                 onset = at - (ONSET_CHUNKS - 1) * CHUNK / RATE if self._loud_chunks == ONSET_CHUNKS else at
@@ -230,6 +235,11 @@ class Listener:
         for the assistant's echo however the canceller is doing, a good part of it for a voice of its own.
         None when nothing played there (no echo to mistake the voice for)."""
         chunks = [c for c in self._chunks if c.at + CHUNK / RATE > start and c.at < end]
+        judged = [c for c in chunks if c.at >= self.path.moved_at]  # before a move, the echo was misplaced
+        if len(judged) < len(chunks):  # the path moved during the run: judge what came after, once there is some
+            if len(judged) < MIN_JUDGED_CHUNKS:
+                return 0.0
+            chunks = judged
         if sum(c.explained for c in chunks) < ECHO_POWER * max(1, len(chunks)):
             return None
         return sum(c.unexplained for c in chunks) / (sum(c.power for c in chunks) + 1e-12)
@@ -278,7 +288,9 @@ class Listener:
         if not detector.ready(voiced):
             return
         start = now - voiced / 1000.0
+        self.path.recheck()  # a VAD run over echo the path misplaces: has it moved?
         suppressed = self.suppression_db(start, now) if self.echo is not None else 0.0
         evidence = EchoEvidence(suppressed, self.echo_likeness(start, now), self.unexplained(start, now))
         if (fired := detector.advance(now, voiced, evidence)) is not None:
+            log.debug("barge-in at %.3f: %s, echo path delay %s chunks", fired.at, evidence, self.path.delay_chunks)
             on_event(fired)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import random
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
@@ -20,6 +19,7 @@ from adapters.contract import (
     TextDelta,
     ToolCall,
     ToolCallDelta,
+    stopped,
 )
 from adapters.contract.llm import PROTOCOL, TIMEOUT
 from engine.clock import Clock
@@ -122,7 +122,7 @@ async def run_step(ctx: StepContext, turn: Turn, step: int, record: TurnRecord) 
     state = _Attempt(ctx.llm)
     while True:
         if turn.signal.cancelled:
-            raise asyncio.CancelledError
+            await stopped()
         state.number += 1
         outcome = await _send(ctx, turn, step, record, state)
         if isinstance(outcome, StepResult):
@@ -135,7 +135,7 @@ async def _send(
 ) -> StepResult | LlmFailure:
     messages = await ctx.prompt.build(ctx.journal.events, turn.signal, drop_oldest=state.drop_oldest)
     if turn.signal.cancelled:  # cancelled while the prompt was assembled: send nothing
-        raise asyncio.CancelledError
+        await stopped()
     options = GenerateOptions(messages=messages, tools=ctx.tools.specs())
     ctx.journal.append(
         "llm/request",
@@ -177,7 +177,7 @@ async def _stream(
             if not limit.reached:
                 raise
     if turn.signal.cancelled:
-        raise asyncio.CancelledError
+        await stopped()
     if limit.reached:
         return _limited(record, step, limit.seconds, state.adapter.provider)
     return LlmFailure(f"{state.adapter.provider} ended the stream without a finish", PROTOCOL)

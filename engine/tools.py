@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 import anyio
 
-from adapters.contract import CancelSignal, ToolCall, ToolSpec
+from adapters.contract import CancelSignal, ToolCall, ToolSpec, stopped
 from adapters.contract.tasks import open_tasks
 from engine.clock import Clock
 from engine.turn import Turn
@@ -75,7 +74,7 @@ class ToolRunner:
         if tool.needs_approval and not await self._registry.approver(call, turn.signal):
             return ToolResult(call.call_id, DENIED, "the user declined this tool call")
         if turn.signal.cancelled:
-            raise asyncio.CancelledError
+            await stopped()
         self.phase_codes[call.call_id] = ABORTED
         return await self._dispatch(turn, tool, call)
 

@@ -4,11 +4,13 @@ and of the work that hosts it (the session's engine once closed and reopened mid
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import anyio
 import anyio.lowlevel
 import pytest
 
+from adapters.contract import CancelSignal, Hook, stopped
 from adapters.contract.tasks import StrayCancellation, open_tasks
 
 pytestmark = pytest.mark.anyio
@@ -88,3 +90,39 @@ async def test_raising_cancelled_inside_a_cancelled_group_is_no_stray() -> None:
 
 async def _raises_at_once() -> None:
     raise asyncio.CancelledError
+
+
+async def test_work_stopped_by_a_signal_as_its_scope_is_cancelled_ends_with_the_scope() -> None:
+    """The window's pipeline died this way under load: a pause was dropped (its scopes cancelled, its signal set)
+    just as the end-of-turn model's thread returned. The task resumed before the scope's cancellation reached it,
+    saw the signal and raised a bare CancelledError, which the scope does not absorb (anyio absorbs only its own):
+    a stray cancellation, and no more turns. `stopped()` lets the scope's own cancellation arrive first."""
+    failures: list[tuple[str, Exception]] = []
+    answered = asyncio.Event()
+    signal = CancelSignal()
+    scopes: list[anyio.CancelScope] = []
+    ended: list[str] = []
+
+    async def model_call() -> None:
+        with anyio.CancelScope() as scope:
+            scopes.append(scope)
+            await answered.wait()  # the thread's answer
+            if signal.cancelled:
+                await stopped()
+            ended.append("answered")
+        ended.append("scope left")
+
+    async with open_tasks(on_error=lambda name, error: failures.append((name, error))) as tasks:
+        tasks.start(model_call, name="end-of-turn-model")
+        await until_true(lambda: bool(scopes))
+        answered.set()  # the task's wait is over: its wake-up is queued...
+        scopes[0].cancel()  # ...before the cancellation can reach it
+        signal.set(Hook("the user went on"))
+    assert failures == []
+    assert ended == ["scope left"]
+
+
+async def until_true(condition: Callable[[], bool]) -> None:
+    with anyio.fail_after(5):
+        while not condition():
+            await anyio.lowlevel.checkpoint()

@@ -16,7 +16,6 @@ returns and `transcribe` raises `asyncio.CancelledError` — a cancelled transcr
 
 from __future__ import annotations
 
-import asyncio
 import math
 import threading
 from collections.abc import Iterable
@@ -27,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from adapters.asr import guard
-from adapters.contract.cancel import CancelSignal
+from adapters.contract.cancel import CancelSignal, stopped
 from adapters.contract.pcm import resample, to_mono_float32
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Transcript, Word
 from adapters.contract.workers import Worker
@@ -155,14 +154,14 @@ class WhisperTranscriber:
         self, samples: Samples, signal: CancelSignal, *, sample_rate: int = ASR_SAMPLE_RATE
     ) -> Transcript:
         if signal.cancelled:
-            raise asyncio.CancelledError
+            await stopped()
         audio = resample(to_mono_float32(samples), sample_rate, ASR_SAMPLE_RATE)
         duration = len(audio) / ASR_SAMPLE_RATE
         if guard.too_quiet(audio):
             return Transcript("", (), 1.0, self._language or "en", duration)
         decoded = await self._worker.run(lambda stop: self._decode(audio, stop), signal)
         if decoded is None:
-            raise asyncio.CancelledError
+            await stopped()
         language, result = decoded
         text = " ".join(part for part in result.texts if part)
         return Transcript(text, _within(result.words, duration), result.no_speech_prob, language, duration)

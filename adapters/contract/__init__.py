@@ -7,6 +7,7 @@ from adapters.contract.cancel import (
     Hook,
     Parent,
     User,
+    stopped,
 )
 from adapters.contract.llm import (
     Finish,
@@ -42,4 +43,5 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "User",
+    "stopped",
 ]

@@ -6,6 +6,9 @@ import asyncio
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NoReturn
+
+import anyio
 
 
 @dataclass(frozen=True)
@@ -93,3 +96,15 @@ class CancelSignal:
 
 def _noop() -> None:
     return None
+
+
+async def stopped() -> NoReturn:
+    """Raise the cancellation of work that ended because its signal fired.
+
+    Whoever set the signal may have cancelled this task's scope in the same instant (a dropped pause, a cancelled
+    turn), and that cancellation reaches a task only at its next checkpoint: a thread that returned at that
+    moment lets the task run on without it. A bare CancelledError raised then escapes the scope, which absorbs only
+    its own, and ends the pipeline as a stray cancellation (seen in the window under load). One checkpoint first
+    lets the scope's cancellation arrive as its own; with no scope cancelled the bare one follows, as before."""
+    await anyio.lowlevel.checkpoint()
+    raise asyncio.CancelledError

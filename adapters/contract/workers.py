@@ -8,7 +8,6 @@ cancelled caller returns only once its thread has: leaving a task group *is* qui
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import weakref
 from asyncio import AbstractEventLoop, get_running_loop
@@ -20,7 +19,7 @@ from typing import Generic, TypeVar
 import anyio
 import anyio.to_thread
 
-from adapters.contract.cancel import CancelCause, CancelSignal
+from adapters.contract.cancel import CancelCause, CancelSignal, stopped
 
 T = TypeVar("T")
 Job = Callable[["StopFlag"], T]
@@ -124,10 +123,10 @@ class Worker:
         """A model's answer: `job(stop)` returns None when it was stopped. No work once `signal` fired; stopped or
         cancelled meanwhile, CancelledError once the thread has returned (an answer after the cancel is dropped)."""
         if signal.cancelled:
-            raise asyncio.CancelledError
+            await stopped()
         result = await self.run(job, signal)
         if result is None or signal.cancelled:
-            raise asyncio.CancelledError
+            await stopped()
         return result
 
     def _count(self, delta: int) -> None:

@@ -8,7 +8,6 @@ returns, and `predict` raises `asyncio.CancelledError`.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import threading
 from pathlib import Path
@@ -18,7 +17,7 @@ import numpy as np
 import onnxruntime
 from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
 
-from adapters.contract.cancel import CancelSignal
+from adapters.contract.cancel import CancelSignal, stopped
 from adapters.contract.pcm import resample, to_mono_float32
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples
 from adapters.contract.workers import StopFlag, Worker
@@ -117,7 +116,7 @@ class SmartTurn:
 
     async def predict(self, samples: Samples, signal: CancelSignal, *, sample_rate: int = ASR_SAMPLE_RATE) -> float:
         if signal.cancelled:
-            raise asyncio.CancelledError
+            await stopped()
         audio = _prepared(samples, sample_rate)
         return await self._worker.answer(lambda stop: self._infer(audio, stop), signal)
 

@@ -100,3 +100,38 @@ async def _until(clock: VirtualClock, condition, seconds: float = 5.0) -> None: 
     while not condition():
         assert clock.now() < deadline, "timed out (virtual)"
         await clock.sleep(0.01)
+
+
+async def test_an_echo_path_that_moves_mid_reply_is_not_taken_for_the_user(
+    assistant_speech: np.ndarray, user_speech: np.ndarray
+) -> None:
+    """A loaded sound server stalls and plays everything later since: the echo moves from 40 ms to 240 ms, then
+    to 540 ms (beyond the 0.4 s once looked for), while one long reply plays. Seen on the PulseAudio loopback under
+    load as barge-ins on Parley's own voice, one after another. The user talking after the moves still interrupts."""
+    clock = VirtualClock()
+    sink = RecordingSink(clock, rate=RATE, latency_s=0.03)
+    files = FileSource(clock)
+    mic = EchoMixer(files, sink, gain=1.0, delay_s=0.04, stalls=((1.5, 0.2), (3.0, 0.3)))
+    detector = BargeInDetector(sink, clock, min_speech_ms=64)
+    listener = Listener(mic, Vad(VadConfig(min_silence_ms=600)), echo=EchoCanceller(sink.tap()), barge_in=detector)
+    seen: list[ListenEvent] = []
+    reply = np.concatenate([assistant_speech] * 3)
+    async with clock.autojump():
+        await sink.start()
+        await mic.start()
+        listening = asyncio_task(listener.run(seen.append))
+        detector.arm()
+        sink.enqueue(1, "reply", reply)
+        await clock.sleep(5.0)
+        own = [e.at for e in seen if isinstance(e, (BargeIn, SpeechStarted))]
+        first = len(seen)
+        files.add(user_speech, clock.now() - files.started_at)
+        await _until(clock, lambda: any(isinstance(e, BargeIn) for e in seen[first:]))
+        sink.stop(1)
+        detector.disarm()
+        await mic.close()
+        await listening
+        await sink.close()
+    assert listener.path.delay_chunks is not None
+    assert listener.path.delay_chunks >= 50, "the moves were followed"
+    assert own == [], f"Parley took its own voice on a moved path for the user at {own}"
