@@ -74,27 +74,27 @@ def test_on_loudspeakers_hands_free_hears_only_the_user(
     module = load_loopback(pulse, latency_ms, gain_db)
 
     async def scenario() -> None:
-        try:
-            await steps()
-        except AssertionError:
-            _dump_stacks(debug_log)
-            raise
-
-    async def steps() -> None:
         async with running_window(session, tmp_path / "config.toml") as window:
-            await until(lambda: not window.banners.loading.loading, within=90, what="Whisper and Piper loaded")
-            session.set_hands_free(True)
-            asking = pulse_kit.play_into(pulse.micwire, fixture("tell_a_story.wav"))
-            assert await asyncio.to_thread(asking.wait, 30) == 0
-            story = await _bubble(window, 1)
-            under_way = lambda: len((story.reading or "").split()) >= 12  # noqa: E731
-            await until(under_way, within=STEP_S, what="the story well under way")
-            interrupting = pulse_kit.play_into(pulse.micwire, fixture("what_is_two_plus_two.wav"))
-            assert await asyncio.to_thread(interrupting.wait, 30) == 0
-            answer = await _bubble(window, 2)
-            await until(lambda: answer.settled, within=STEP_S, what='"Two." spoken to the end')
-            await asyncio.sleep(QUIET_S)  # an observation window: what Parley does while nobody speaks
-            assert window.controls.hands_free.isChecked()
+            try:
+                await steps(window)
+            except AssertionError:
+                _dump_stacks(debug_log)  # before the window and its session close
+                raise
+
+    async def steps(window: Any) -> None:
+        await until(lambda: not window.banners.loading.loading, within=90, what="Whisper and Piper loaded")
+        session.set_hands_free(True)
+        asking = pulse_kit.play_into(pulse.micwire, fixture("tell_a_story.wav"))
+        assert await asyncio.to_thread(asking.wait, 30) == 0
+        story = await _bubble(window, 1)
+        under_way = lambda: len((story.reading or "").split()) >= 12  # noqa: E731
+        await until(under_way, within=STEP_S, what="the story well under way")
+        interrupting = pulse_kit.play_into(pulse.micwire, fixture("what_is_two_plus_two.wav"))
+        assert await asyncio.to_thread(interrupting.wait, 30) == 0
+        answer = await _bubble(window, 2)
+        await until(lambda: answer.settled, within=STEP_S, what='"Two." spoken to the end')
+        await asyncio.sleep(QUIET_S)  # an observation window: what Parley does while nobody speaks
+        assert window.controls.hands_free.isChecked()
 
     try:
         run(scenario(), within=280)
