@@ -36,9 +36,6 @@ MARGIN = 4.0  # 6 dB: microphone power up to this times the explained echo is ec
 NOISE_MARGIN = 4.0
 ACTIVE_POWER = 1e-6  # a band of the played signal below this (-60 dB) teaches nothing about the path's gain
 LEARN_RATE = 0.05  # nepers per chunk (~0.2 dB): the gains follow the median of what they see
-RECHECK_CHUNKS = 30  # unexplained sound: the delay is measured again at once on the last 0.3 s...
-RECHECK_EVERY = 5  # ...at most once per 50 ms...
-MOVE_CORRELATION = 0.5  # ...and a delay that moved further than the spread is taken when it explains this well
 
 
 @dataclass(frozen=True)
@@ -86,13 +83,9 @@ class EchoPath:
         self._unfound = 0  # delay estimates in a row that found no echo
         self._due = False  # estimate the delay at the next chunk of playback
         self._learned = 0
-        self._at = 0.0  # clock time of the latest chunk
-        self._rechecked = -RECHECK_EVERY
-        self.moved_at = float("-inf")  # chunks from here on are judged on a delay measured after the path moved
 
     def step(self, mic: np.ndarray, ref: np.ndarray, at: float, *, quiet: bool) -> ChunkEcho:
         """`quiet`: nobody is known to be talking, so what the microphone hears now may teach the path."""
-        self._at = at
         windows = self._windows
         windows[:, :CHUNK] = windows[:, CHUNK:]
         windows[0, CHUNK:], windows[1, CHUNK:] = mic, ref
@@ -114,25 +107,6 @@ class EchoPath:
         """Sound the path did not explain was no voice (an onset that came to nothing): the path may have moved
         (an output underrun delays everything after it), so measure the delay again at once."""
         self._due = True
-
-    def recheck(self) -> bool:
-        """Sound the path does not explain: did the path move (a sound server stalled, and plays everything later
-        since)? Measured on the last fraction of a second at once, not at the next scheduled estimate: until then
-        every chunk of the reply's echo would be an onset, every VAD run over it a barge-in. True on a move; the
-        chunks after this one are judged on the new delay, the ones before on the old (`moved_at`)."""
-        if self.delay_chunks is None or self._steps - self._rechecked < RECHECK_EVERY:
-            return False
-        self._rechecked = self._steps
-        measured = self._measure(RECHECK_CHUNKS)
-        if measured is None:
-            return False
-        delay, correlation = measured
-        if correlation < MOVE_CORRELATION or abs(delay - self.delay_chunks) <= SPREAD:
-            return False
-        log.debug("echo path moved %d -> %d chunks (correlation %.2f)", self.delay_chunks, delay, correlation)
-        self.delay_chunks = delay
-        self.moved_at = self._at + CHUNK / RATE
-        return True
 
     def _measure(self, chunks: int) -> tuple[int, float] | None:
         """(delay in chunks, correlation) of the last `chunks` of microphone against what was played."""
@@ -196,8 +170,6 @@ class EchoPath:
         if correlation >= DELAY_MIN_CORRELATION:
             if delay != self.delay_chunks:
                 log.debug("echo path delay %s -> %d chunks (correlation %.2f)", self.delay_chunks, delay, correlation)
-            if self.delay_chunks is not None and abs(delay - self.delay_chunks) > SPREAD:
-                self.moved_at = self._at
             self.delay_chunks = delay
             self._unfound = 0
         else:

@@ -47,7 +47,6 @@ ONSET_POWER = 10 ** (-45 / 10)  # unexplained sound this loud (mean square, -45 
 ONSET_CHUNKS = 2  # ...once it lasts this many 10 ms chunks
 ECHO_POWER = 1e-6  # explained echo below this (-60 dBFS) is none
 ECHO_RUN_UNEXPLAINED = 0.1  # a speech run with less of its power unexplained than this is the assistant's echo
-MIN_JUDGED_CHUNKS = 3  # a speech run is judged on no fewer 10 ms chunks since the echo path last moved
 
 
 def _power(samples: np.ndarray) -> float:
@@ -172,8 +171,7 @@ class Listener:
             played = self.echo.played(at, CHUNK) if self.echo is not None else np.zeros(CHUNK, np.float32)
             heard = self.path.step(chunk, played, at, quiet=self._quiet())
             self._chunks.append(heard)
-            loud = heard.unexplained > ONSET_POWER and not self.path.recheck()  # a path that moved explains it
-            self._loud_chunks = self._loud_chunks + 1 if loud else 0
+            self._loud_chunks = self._loud_chunks + 1 if heard.unexplained > ONSET_POWER else 0
             detector = self.barge_in
             if detector is not None and self._loud_chunks >= ONSET_CHUNKS:
                 onset = at - (ONSET_CHUNKS - 1) * CHUNK / RATE if self._loud_chunks == ONSET_CHUNKS else at
@@ -235,11 +233,6 @@ class Listener:
         for the assistant's echo however the canceller is doing, a good part of it for a voice of its own.
         None when nothing played there (no echo to mistake the voice for)."""
         chunks = [c for c in self._chunks if c.at + CHUNK / RATE > start and c.at < end]
-        judged = [c for c in chunks if c.at >= self.path.moved_at]  # before a move, the echo was misplaced
-        if len(judged) < len(chunks):  # the path moved during the run: judge what came after, once there is some
-            if len(judged) < MIN_JUDGED_CHUNKS:
-                return 0.0
-            chunks = judged
         if sum(c.explained for c in chunks) < ECHO_POWER * max(1, len(chunks)):
             return None
         return sum(c.unexplained for c in chunks) / (sum(c.power for c in chunks) + 1e-12)
@@ -288,7 +281,6 @@ class Listener:
         if not detector.ready(voiced):
             return
         start = now - voiced / 1000.0
-        self.path.recheck()  # a VAD run over echo the path misplaces: has it moved?
         suppressed = self.suppression_db(start, now) if self.echo is not None else 0.0
         evidence = EchoEvidence(suppressed, self.echo_likeness(start, now), self.unexplained(start, now))
         if (fired := detector.advance(now, voiced, evidence)) is not None:
