@@ -37,9 +37,7 @@ class Player(CoreSink):
     ) -> None:
         super().__init__(SystemClock(), rate, max(1, round(rate * BLOCK_S)))
         self._device = device
-        import os
-
-        self._latency = float(os.environ["PARLEY_OUT_LATENCY"]) if os.environ.get("PARLEY_OUT_LATENCY") else latency
+        self._latency = latency
         self._on_failure = on_failure
         self._stream: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
