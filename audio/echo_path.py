@@ -108,12 +108,12 @@ class EchoPath:
         (an output underrun delays everything after it), so measure the delay again at once."""
         self._due = True
 
-    def _measure(self, chunks: int) -> tuple[int, float] | None:
-        """(delay in chunks, correlation) of the last `chunks` of microphone against what was played."""
-        span = min(chunks, len(self._mic_hist))
+    def _measure(self) -> tuple[int, float] | None:
+        """(delay in chunks, correlation) of the microphone history against what was played."""
+        span = len(self._mic_hist)
         if span < DELAY_FIRST:
             return None
-        mic = np.concatenate(list(self._mic_hist)[-span:])
+        mic = np.concatenate(list(self._mic_hist))
         ref = np.concatenate(list(self._ref_hist)[-(span + MAX_LAG_CHUNKS) :])
         before = len(mic) + MAX_LAG_CHUNKS * CHUNK // DECIMATE - len(ref)
         ref = np.concatenate([np.zeros(before), ref])  # nothing was played before the stream began
@@ -162,7 +162,7 @@ class EchoPath:
         first = self._active_chunks == DELAY_FIRST
         if self._active_chunks % DELAY_EVERY and not first and not self._due:
             return
-        measured = self._measure(len(self._mic_hist))
+        measured = self._measure()
         if measured is None:
             return
         self._due = False
