@@ -1,7 +1,7 @@
 """Rebuild what the model is told from the journal alone: heard words only, every call with its result.
 
-An interrupted reply is kept as exactly the words heard; whether the reply before the newest user
-message was cut off is a separate fact (`last_reply_cut_off`) that prompt assembly tells the model.
+An interrupted reply is sent as exactly the words heard plus CUT_MARK (a dash, which the system message explains):
+the mark sits on the reply itself and stays there, so a barge-in changes nothing the model has read before it.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 from adapters.contract import Message, ToolCall
 from engine.journal import Event
+
+CUT_MARK = " \u2014"  # " —": where the user stopped listening
 
 
 @dataclass
@@ -35,15 +37,10 @@ class _Turn:
         for number in sorted(self.steps):
             step = self.steps[number]
             if step.text or step.calls:
-                out.append(Message("assistant", step.text, tuple(step.calls)))
+                text = step.text + CUT_MARK if step.interrupted and step.text else step.text
+                out.append(Message("assistant", text, tuple(step.calls)))
             out.extend(step.results)
         return out
-
-    @property
-    def cut_off(self) -> bool:
-        """The turn's last reply was interrupted: the user heard only the start of it."""
-        spoken = [self.steps[n] for n in sorted(self.steps) if self.steps[n].text]
-        return bool(spoken) and spoken[-1].interrupted
 
 
 def _apply(turn: _Turn, event: Event) -> None:
@@ -79,12 +76,6 @@ def _kept(events: Sequence[Event], drop_oldest: int) -> list[_Turn]:
 def build_history(events: Sequence[Event], *, drop_oldest: int = 0) -> list[Message]:
     """Messages in order; the `drop_oldest` earliest turns are left out (never the newest one)."""
     return [message for turn in _kept(events, drop_oldest) for message in turn.messages()]
-
-
-def last_reply_cut_off(events: Sequence[Event], *, drop_oldest: int = 0) -> bool:
-    """Whether the reply just before the newest turn (and still in the history sent) was interrupted."""
-    turns = _kept(events, drop_oldest)
-    return len(turns) >= 2 and turns[-2].cut_off
 
 
 def past_turn_count(events: Sequence[Event]) -> int:

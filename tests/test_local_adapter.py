@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime as dt
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -22,6 +23,7 @@ from adapters.llm.local import PREFILL_CHUNK, LocalLlamaAdapter, _cached_prefix,
 from adapters.llm.models import ModelError, ModelNotFound, find_in_distribution
 from desktop.config import Config, LlmConfig
 from desktop.pipeline.parts import llm_choice
+from engine.prompt import HistoryPrompt
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -195,6 +197,34 @@ async def test_a_prefilled_prompt_is_not_read_again_and_its_reply_samples_at_onc
     assert int(np.argmax(warm)) == int(np.argmax(cold))
     await adapter.prefill(options, CancelSignal())
     assert "".join(c.text for c in await collect(adapter, options) if isinstance(c, TextDelta))
+
+
+async def test_the_question_that_cut_a_reply_reads_only_itself_and_the_cut_reply(adapter: LocalLlamaAdapter) -> None:
+    """After a barge-in the request differs from the one that made the cut reply only from the heard words on (the
+    mark, the question): the KV cache still holds everything before, so the model reads a few tokens, not the
+    whole prompt again."""
+    model = adapter._model  # the cache is the thing under test
+    assert model is not None
+    prompt = HistoryPrompt(wall=lambda: dt.datetime(2026, 12, 2, 6, 15, tzinfo=dt.UTC))
+    story: list[dict[str, object]] = [
+        {"type": "turn/start", "turn": 1, "source": "voice"},
+        {"type": "user/message", "turn": 1, "text": "Tell me a long story about a dragon."},
+    ]
+    first = await prompt.build(story, CancelSignal(), drop_oldest=0)
+    chunks = await collect(adapter, GenerateOptions(first, max_tokens=24))
+    reply = "".join(c.text for c in chunks if isinstance(c, TextDelta))
+    heard = " ".join(reply.split()[:5])
+    cut = [
+        *story,
+        {"type": "assistant/message", "turn": 1, "step": 1, "text": heard, "interrupted": True},
+        {"type": "turn/start", "turn": 2, "source": "voice"},
+        {"type": "user/message", "turn": 2, "text": "Stop. What time is it?"},
+    ]
+    second = await prompt.build(cut, CancelSignal(), drop_oldest=0)
+    tokens = model.prompt_tokens([{"role": m.role, "content": m.content} for m in second])
+    cached = _cached_prefix(model, tokens)
+    assert len(tokens) - cached <= 24, f"read again: {len(tokens) - cached} of {len(tokens)} tokens"
+    assert cached >= len(model.prompt_tokens([{"role": m.role, "content": m.content} for m in first]))
 
 
 async def test_a_prefill_never_waits_for_a_generation_that_holds_the_model(

@@ -1,4 +1,4 @@
-"""What the model is told besides the history: that its last reply was cut off, and the date and time."""
+"""What the model is told besides the history: where a reply was cut off, and the date and time."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from adapters.contract import User
+from adapters.contract import CancelSignal, User
 from adapters.llm.openai_compat import OpenAICompatAdapter
 from adapters.llm.secret import Secret
-from engine.prompt import CUT_OFF_NOTE, DEFAULT_SYSTEM_PROMPT, HistoryPrompt, now_sentence
+from engine.history import CUT_MARK
+from engine.prompt import CUT_OFF_RULE, DEFAULT_SYSTEM_PROMPT, HistoryPrompt, now_sentence
 from tests.engine_kit import kit
 from tests.fault_behaviours import stall_mid_stream, text_stream, words
 from tests.fault_server import FaultServer
@@ -60,23 +61,27 @@ def _events(*turns: tuple[str, str | None, bool]) -> list[dict[str, Any]]:
     return events
 
 
-def test_the_cut_off_note_follows_only_an_interrupted_last_reply() -> None:
-    prompt = HistoryPrompt(wall=lambda: WALL)
-    plain = f"{DEFAULT_SYSTEM_PROMPT} {NOW}"
-    noted = f"{DEFAULT_SYSTEM_PROMPT} {CUT_OFF_NOTE} {NOW}"
-    assert prompt.system_text(_events(("Hi", None, False))) == plain
-    assert prompt.system_text(_events(("Story?", "Once upon", True), ("Stop.", None, False))) == noted
-    assert (
-        prompt.system_text(_events(("Story?", "Once upon", True), ("Go on.", "Fine.", False), ("Hm?", None, False)))
-        == plain
-    )
-    assert prompt.system_text(_events(("Story?", "Once upon", False), ("Stop.", None, False))) == plain
-    # the interrupted turn trimmed away (context overflow): its note goes with it
-    two = _events(("Story?", "Once upon", True), ("Stop.", None, False))
-    assert prompt.system_text(two, drop_oldest=1) == plain
+async def _prompt(events: list[dict[str, Any]], drop_oldest: int = 0) -> list[tuple[str, str]]:
+    messages = await HistoryPrompt(wall=lambda: WALL).build(events, CancelSignal(), drop_oldest=drop_oldest)
+    return [(m.role, m.content) for m in messages]
 
 
-async def test_after_a_barge_in_the_request_holds_the_heard_words_the_note_and_the_date(
+async def test_a_cut_reply_carries_the_mark_and_the_system_message_never_changes() -> None:
+    """The mark sits on the cut reply itself, in every later request too: a barge-in changes nothing before it
+    (the embedded model's prefix cache keeps the conversation), and the one system message explains the mark."""
+    system = ("system", f"{DEFAULT_SYSTEM_PROMPT} {CUT_OFF_RULE} {NOW}")
+    assert await _prompt(_events(("Hi", None, False))) == [system, ("user", "Hi")]
+    cut = _events(("Story?", "Once upon", True), ("Stop.", None, False))
+    assert await _prompt(cut) == [system, ("user", "Story?"), ("assistant", f"Once upon{CUT_MARK}"), ("user", "Stop.")]
+    later = _events(("Story?", "Once upon", True), ("Go on.", "Fine.", False), ("Hm?", None, False))
+    assert (await _prompt(later))[:3] == (await _prompt(cut))[:3]  # the mark stays on the older cut reply
+    whole = _events(("Story?", "Once upon", False), ("Stop.", None, False))
+    assert await _prompt(whole) == [system, ("user", "Story?"), ("assistant", "Once upon"), ("user", "Stop.")]
+    # the interrupted turn trimmed away (context overflow): its mark goes with it
+    assert await _prompt(cut, drop_oldest=1) == [system, ("user", "Stop.")]
+
+
+async def test_after_a_barge_in_the_request_holds_the_heard_words_the_mark_and_the_date(
     tmp_path: Path, fault_server: FaultServer
 ) -> None:
     fault_server.push(stall_mid_stream(STORY), text_stream("It is five past two."))
@@ -93,13 +98,12 @@ async def test_after_a_barge_in_the_request_holds_the_heard_words_the_note_and_t
     assert (heard["text"], heard["interrupted"]) == ("Once upon a", True)  # the journal: the heard words only
     first, second = (request.json["messages"] for request in fault_server.requests)
     assert first == [
-        {"role": "system", "content": f"{DEFAULT_SYSTEM_PROMPT} {NOW}"},
+        {"role": "system", "content": f"{DEFAULT_SYSTEM_PROMPT} {CUT_OFF_RULE} {NOW}"},
         {"role": "user", "content": "Tell me a story."},
     ]
     assert second == [
-        {"role": "system", "content": f"{DEFAULT_SYSTEM_PROMPT} {CUT_OFF_NOTE} {NOW}"},
-        {"role": "user", "content": "Tell me a story."},
-        {"role": "assistant", "content": "Once upon a"},
+        *first,  # what the model read before the barge-in is read again unchanged: its prefix cache holds it
+        {"role": "assistant", "content": f"Once upon a{CUT_MARK}"},
         {"role": "user", "content": "Stop. What time is it?"},
     ]
     assert "dragons" not in fault_server.requests[1].body.decode()  # the unheard rest is never sent
