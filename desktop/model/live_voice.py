@@ -30,6 +30,7 @@ from desktop.model.wording import (
     no_speaker,
     speaker_failed,
     speech_model_missing,
+    utterance_lost,
     voice_stopped,
 )
 from desktop.pipeline import facts
@@ -182,6 +183,8 @@ class LiveVoice:
             return speech_model_missing(fact.model, fact.detail)
         if isinstance(fact, facts.SpeakerFailed):
             return speaker_failed(fact.reason)
+        if fact.listening_goes_on:
+            return utterance_lost(fact.part, fact.error)
         return voice_stopped(fact.error)
 
     def _report(self, problem: Problem) -> None:

@@ -198,6 +198,16 @@ def voice_stopped(error: BaseException) -> Problem:
     )
 
 
+def utterance_lost(part: str, error: BaseException) -> Problem:
+    """One utterance's work failed (logged); the pipeline goes on listening."""
+    name = part.split(":", 1)[-1]
+    return Problem(
+        f"Parley missed what you just said ({type(error).__name__} in {name})",
+        "Say it again: Parley is still listening (the details are in the log)",
+        "utterance_lost",
+    )
+
+
 def fixture_problem(detail: str) -> Problem:
     return Problem(detail, "Check the scenario file (see assets/fixtures/ for examples)", "fixture")
 

@@ -29,6 +29,7 @@ from audio.endpoint import EndpointPolicy, TurnEnded
 from audio.events import BargeIn, BargeInConfirmed, CaptureFailed, FalseBargeInResumed, SpeechEnded, SpeechStarted
 from audio.own_voice import OwnVoice
 from audio.ports import AudioSink, Frame
+from desktop.pipeline.facts import UTTERANCE_PART
 from desktop.pipeline.self_voice import PlayedWords, echo_of_parley, evidence
 from desktop.pipeline.turn_end import TurnEnd
 from desktop.pipeline.utterance import FILLERS, TurnTaking, Utterance, says_something
@@ -252,7 +253,7 @@ class Ears:
                 self._detector.disarm()
 
     def _own(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str) -> None:
-        self._owned.start(fn, *args, name=f"ears:{name}")
+        self._owned.start(fn, *args, name=f"{UTTERANCE_PART}{name}")
 
 
 @asynccontextmanager

@@ -72,12 +72,21 @@ class MicLevel:
     level: float
 
 
+UTTERANCE_PART = "ears:"  # the work of one utterance or one interruption (desktop.pipeline.ears names it so)
+
+
 @dataclass(frozen=True)
 class PipelineFailed:
     """A part of the pipeline stopped with an unexpected error (logged); typing still works."""
 
     part: str
     error: Exception
+
+    @property
+    def listening_goes_on(self) -> bool:
+        """Only one utterance (or interruption) was lost: the microphone is still listened to, the next one counts.
+        Otherwise (the listener, the model loading) the voice has stopped until Parley restarts."""
+        return self.part.startswith(UTTERANCE_PART)
 
 
 PipelineFact = (

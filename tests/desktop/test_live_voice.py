@@ -154,6 +154,42 @@ def test_the_barge_in_scenario_plays_into_the_window_and_strikes_what_was_not_he
     assert {State.LISTENING, State.TRANSCRIBING, State.THINKING, State.SPEAKING, State.STOPPING} <= set(states)
 
 
+@pytest.mark.slow
+def test_a_failure_inside_one_utterance_loses_it_and_not_the_voice(run: Any, tmp_path: Path) -> None:
+    """Whisper raising once (a bug, a bad buffer) costs that utterance's pass, said in a banner that does not ask
+    for a restart: the pipeline goes on listening, and the barge-in scenario still ends with both turns."""
+    voice, _ = voice_for(Namespace(fixture=Path("barge_in.toml")), Config())
+    assert isinstance(voice, LiveVoice)
+    transcriber = voice.pipeline.transcriber
+    real = transcriber.transcribe
+    calls: list[int] = []
+
+    async def first_one_fails(audio: Any, signal: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("a pass that went wrong")
+        return await real(audio, signal)
+
+    transcriber.transcribe = first_one_fails  # type: ignore[method-assign]
+    llm = AnswersByContent([("story", reply(STORY, delay=0.01)), ("time", reply(TIME))])
+    session = Session(Config(), journal_dir=tmp_path, voice=voice, llm=llm, clock=MonotonicClock())
+
+    async def scenario() -> None:
+        async with running_window(session, tmp_path / "config.toml") as window:
+            session.set_hands_free(True)
+            await until(lambda: "utterance_lost" in window.banners.banners, within=60, what="the lost utterance")
+            lost = window.banners.banners["utterance_lost"].label.text()
+            assert "missed what you just said" in lost
+            assert "RuntimeError" in lost
+            await until(lambda: "finished" in _banner(window), within=120, what="the scenario played to the end")
+            assert "voice_failed" not in window.banners.banners
+            assert "restart" not in window.banners.banners["utterance_lost"].label.text().lower()
+
+    run(scenario(), within=170)
+    outcomes = [e["outcome"] for e in read_events(session.journal_path) if e["type"] == "turn/end"]
+    assert outcomes[-1] == "completed", "an utterance after the failure was answered"
+
+
 def _banner(window: MainWindow) -> str:
     banner = window.banners.banners.get("fixture")
     return banner.label.text() if banner is not None else ""
