@@ -19,7 +19,7 @@ from adapters.contract import CancelSignal, Finish, GenerateOptions, LlmError, M
 from adapters.contract import User as UserCancel
 from adapters.contract.llm import CONTEXT_WINDOW_EXCEEDED, EMPTY_RESPONSE
 from adapters.contract.workers import Worker
-from adapters.llm.local import PREFILL_CHUNK, LocalLlamaAdapter, _cached_prefix, _prefill, finish_chunk
+from adapters.llm.local import PREFILL_CHUNK, LocalLlamaAdapter, _cached_prefix, _prefill, chat_messages, finish_chunk
 from adapters.llm.models import ModelError, ModelNotFound, find_in_distribution
 from desktop.config import Config, LlmConfig
 from desktop.pipeline.parts import llm_choice
@@ -221,10 +221,10 @@ async def test_the_question_that_cut_a_reply_reads_only_itself_and_the_cut_reply
         {"type": "user/message", "turn": 2, "text": "Stop. What time is it?"},
     ]
     second = await prompt.build(cut, CancelSignal(), drop_oldest=0)
-    tokens = model.prompt_tokens([{"role": m.role, "content": m.content} for m in second])
+    tokens = model.prompt_tokens(chat_messages(second))
     cached = _cached_prefix(model, tokens)
     assert len(tokens) - cached <= 24, f"read again: {len(tokens) - cached} of {len(tokens)} tokens"
-    assert cached >= len(model.prompt_tokens([{"role": m.role, "content": m.content} for m in first]))
+    assert cached >= len(model.prompt_tokens(chat_messages(first)))
 
 
 async def test_a_prefill_never_waits_for_a_generation_that_holds_the_model(

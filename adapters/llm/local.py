@@ -20,7 +20,7 @@ import functools
 import os
 import random
 import threading
-from collections.abc import AsyncGenerator, Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +30,7 @@ import jinja2
 import llama_cpp
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-from adapters.contract import CancelSignal, Finish, GenerateOptions, StreamChunk, TextDelta, Usage
+from adapters.contract import CancelSignal, Finish, GenerateOptions, Message, StreamChunk, TextDelta, Usage
 from adapters.contract.llm import (
     CONTEXT_WINDOW_EXCEEDED,
     EMPTY_RESPONSE,
@@ -140,7 +140,7 @@ class LocalLlamaAdapter:
         assert self._model is not None
         generation = _Generation(
             self._model,
-            [{"role": message.role, "content": message.content} for message in options.messages],
+            chat_messages(options.messages),
             options.max_tokens or self._max_tokens,
             TEMPERATURE if options.temperature is None else options.temperature,
         )
@@ -158,8 +158,7 @@ class LocalLlamaAdapter:
         holds the model (a speculation never waits for, or runs beside, a real one). Returns on `signal`."""
         await self.load()
         assert self._model is not None
-        messages = [{"role": message.role, "content": message.content} for message in options.messages]
-        generation = _Generation(self._model, messages, 1, TEMPERATURE)
+        generation = _Generation(self._model, chat_messages(options.messages), 1, TEMPERATURE)
         step = functools.partial(run_job, signal=signal, worker=self.worker)
         self.prefills_started += 1
         try:
@@ -185,6 +184,11 @@ class LocalLlamaAdapter:
             return
         yield Usage(len(generation.prompt), generation.completion_tokens)
         yield finish_chunk(generation.reason, "".join(text))
+
+
+def chat_messages(messages: Iterable[Message]) -> list[dict[str, str]]:
+    """The role/content dicts the model's chat template reads."""
+    return [{"role": message.role, "content": message.content} for message in messages]
 
 
 def finish_chunk(reason: str, text: str) -> Finish:
