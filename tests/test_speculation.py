@@ -8,6 +8,7 @@ import datetime as dt
 from collections.abc import AsyncGenerator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from adapters.contract import CancelSignal, GenerateOptions, StreamChunk, User
@@ -16,6 +17,7 @@ from engine.ahead import AHEAD_PIECES
 from engine.inbox import UserInput
 from engine.prompt import HistoryPrompt
 from engine.speculation import Speculation
+from engine.speech import SpeechKey
 from engine.testing import FakeLlm, reply
 from tests.engine_kit import Kit, kit
 
@@ -79,6 +81,32 @@ async def test_a_reply_generated_ahead_stops_after_a_sentence_or_so_until_its_tu
         await k.until_turn_ended(1)
         assert k.of_type("assistant/message")[0]["text"] == story
         assert len(k.llm.calls) == 1
+
+
+async def test_once_taken_a_reply_ahead_is_generated_only_as_the_turn_speaks_it(tmp_path: Path) -> None:
+    """A piece generated while the voice is still busy with the last one would take a core from Piper."""
+    story = " ".join(f"word{n}" for n in range(AHEAD_PIECES * 3))
+    async with kit(tmp_path, [reply(story)], prompt=NOON) as k:
+        spec = k.conversation.speculate(QUESTION, ahead=True)
+        assert spec is not None
+        await k.until(lambda: spec.ahead is not None and spec.ahead.pieces >= AHEAD_PIECES, "the reply ahead")
+        assert spec.ahead is not None
+        busy, said, say = anyio.Event(), [], k.speech.say
+
+        async def slow_say(key: SpeechKey, text: str, signal: CancelSignal) -> None:
+            said.append(text)
+            if len(said) == AHEAD_PIECES + 1:  # the first piece generated after the turn took the reply
+                await busy.wait()
+            await say(key, text, signal)
+
+        k.speech.say = slow_say  # type: ignore[method-assign]
+        k.submit(QUESTION)
+        await k.until(lambda: len(said) == AHEAD_PIECES + 1, "the turn to speak past what was ahead")
+        await k.clock.advance(5.0)
+        assert spec.ahead.pieces == AHEAD_PIECES + 1, "generated while the turn was still speaking"
+        busy.set()
+        await k.until_turn_ended(1)
+        assert k.of_type("assistant/message")[0]["text"] == story
 
 
 async def test_a_dropped_speculation_leaves_nothing_on_the_record(tmp_path: Path) -> None:
