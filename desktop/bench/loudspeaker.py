@@ -20,6 +20,7 @@ import numpy as np
 
 from audio.wav import load_wav
 from desktop.assets import fixture
+from desktop.bench.scenarios import keep_run
 from desktop.bench.sessions import QUESTION, Models
 from desktop.bench.signals import found_at, onset_s
 from engine.inbox import UserInput
@@ -110,16 +111,20 @@ async def _interrupted(kit: Any, server: Any, models: Models, out: Path, runs: L
     if stop is not None and not missed:
         runs.stop_ms.append(stop)
         if stop > SLOW_STOP_MS:
-            runs.described.append(f"barge-in {n + 1}: stop_ms {stop:g}; {_stages(out, onset)}")
+            runs.described.append(f"barge-in {n + 1}: stop_ms {stop:g}; {_stages(out, onset)}; kept in {keep_run(out)}")
 
 
 def _stages(out: Path, onset: float | None) -> str:
-    """Where a slow stop's time went, by the journal: when the output paused and when the barge-in was detected."""
+    """Where a slow stop's time went, by the journal: when the output paused and when the barge-in was detected,
+    and what the interruption was heard as (were its first words heard at all?)."""
     events = read_events(out / "journal.jsonl")
     found = [e for e in events if e["type"] in ("barge_in/onset_paused", "barge_in/detected")]
+    heard = [repr(e["text"]) for e in events if e["type"] == "user/message"][1:]
+    said = f"; heard as {', '.join(heard) or 'nothing'}"
     if onset is None or not found:
-        return "no pause or detection on record"
-    return ", ".join(f"{e['type'].split('/')[1]} {1000 * (float(e['at']) - onset):.0f} ms after onset" for e in found)
+        return "no pause or detection on record" + said
+    stages = (f"{e['type'].split('/')[1]} {1000 * (float(e['at']) - onset):.0f} ms after onset" for e in found)
+    return ", ".join(stages) + said
 
 
 def _pauses(runs: LoudspeakerRuns, out: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
 import sys
 import tempfile
 import time
@@ -18,7 +17,7 @@ from desktop.bench import models as model_bench
 from desktop.bench.http_provider import HttpRuns, Unavailable, stalled_barge_ins
 from desktop.bench.notes import footnotes
 from desktop.bench.rows import Measured, rows
-from desktop.bench.scenarios import heard_word_errors, run_scenario, self_interruptions, stops
+from desktop.bench.scenarios import heard_word_errors, keep_run, run_scenario, self_interruptions, stops
 from desktop.bench.sessions import Models, idle_cpu
 from desktop.bench.soak import soak
 from desktop.bench.table import machine, render, write_json
@@ -130,9 +129,7 @@ class RunFailed(Exception):
 
 
 def _kept(run_dir: Path, what: str, error: Exception) -> RunFailed:
-    kept = Path(tempfile.mkdtemp(prefix="parley-bench-kept-"))
-    shutil.copytree(run_dir, kept, dirs_exist_ok=True)
-    return RunFailed(f"{what} failed ({error}); its journal and recording are kept in {kept}")
+    return RunFailed(f"{what} failed ({error}); its journal and recording are kept in {keep_run(run_dir)}")
 
 
 async def _scenarios(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +54,13 @@ class Interruption:
     user_onset_s: float  # the interrupting speech's first loud window, in output.wav seconds
     next_audio_s: float  # the next reply's first audio (or the recording's end)
     heard: str  # the assistant/message text the journal kept
+
+
+def keep_run(run_dir: Path) -> Path:
+    """A copy of a run's journal and recordings that outlives the bench's temporary folder, for a look later."""
+    kept = Path(tempfile.mkdtemp(prefix="parley-bench-kept-"))
+    shutil.copytree(run_dir, kept, dirs_exist_ok=True)
+    return kept
 
 
 async def run_scenario(name: str, out: Path, config: Config) -> Run:
