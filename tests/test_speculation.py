@@ -13,7 +13,7 @@ import pytest
 
 from adapters.contract import CancelSignal, GenerateOptions, StreamChunk, User
 from adapters.contract.workers import running
-from engine.ahead import AHEAD_PIECES
+from engine.ahead import AHEAD_PIECES, Ahead
 from engine.inbox import UserInput
 from engine.prompt import HistoryPrompt
 from engine.speculation import Speculation
@@ -24,6 +24,7 @@ from tests.engine_kit import Kit, kit
 pytestmark = pytest.mark.anyio
 NOON = HistoryPrompt(wall=lambda: dt.datetime(2025, 6, 3, 12, 0, tzinfo=dt.UTC))
 QUESTION = "What is the capital of France?"
+STORY = " ".join(f"word{n}" for n in range(AHEAD_PIECES * 3))
 
 
 class RemoteLike:
@@ -67,30 +68,31 @@ async def test_the_turn_takes_the_reply_its_speculation_began_one_request_on_the
         assert k.of_type("metrics/turn")[0]["prefilled"] == 1.0
 
 
+async def _ahead(k: Kit, pieces: int = AHEAD_PIECES) -> Ahead:
+    """A speculation on QUESTION that has generated `pieces` of its reply ahead."""
+    spec = k.conversation.speculate(QUESTION, ahead=True)
+    assert spec is not None
+    await k.until(lambda: spec.ahead is not None and spec.ahead.pieces >= pieces, "the reply ahead")
+    assert spec.ahead is not None
+    return spec.ahead
+
+
 async def test_a_reply_generated_ahead_stops_after_a_sentence_or_so_until_its_turn_takes_it(tmp_path: Path) -> None:
-    story = " ".join(f"word{n}" for n in range(AHEAD_PIECES * 3))
-    async with kit(tmp_path, [reply(story)], prompt=NOON) as k:
-        spec = k.conversation.speculate(QUESTION, ahead=True)
-        assert spec is not None
-        await k.until(lambda: spec.ahead is not None and spec.ahead.pieces >= AHEAD_PIECES, "the reply ahead")
+    async with kit(tmp_path, [reply(STORY)], prompt=NOON) as k:
+        ahead = await _ahead(k)
         await k.clock.advance(5.0)
-        assert spec.ahead is not None
-        assert spec.ahead.pieces == AHEAD_PIECES
-        assert not spec.ahead.done
+        assert ahead.pieces == AHEAD_PIECES
+        assert not ahead.done
         k.submit(QUESTION)
         await k.until_turn_ended(1)
-        assert k.of_type("assistant/message")[0]["text"] == story
+        assert k.of_type("assistant/message")[0]["text"] == STORY
         assert len(k.llm.calls) == 1
 
 
 async def test_once_taken_a_reply_ahead_is_generated_only_as_the_turn_speaks_it(tmp_path: Path) -> None:
     """A piece generated while the voice is still busy with the last one would take a core from Piper."""
-    story = " ".join(f"word{n}" for n in range(AHEAD_PIECES * 3))
-    async with kit(tmp_path, [reply(story)], prompt=NOON) as k:
-        spec = k.conversation.speculate(QUESTION, ahead=True)
-        assert spec is not None
-        await k.until(lambda: spec.ahead is not None and spec.ahead.pieces >= AHEAD_PIECES, "the reply ahead")
-        assert spec.ahead is not None
+    async with kit(tmp_path, [reply(STORY)], prompt=NOON) as k:
+        ahead = await _ahead(k)
         busy, said, say = anyio.Event(), [], k.speech.say
 
         async def slow_say(key: SpeechKey, text: str, signal: CancelSignal) -> None:
@@ -103,10 +105,10 @@ async def test_once_taken_a_reply_ahead_is_generated_only_as_the_turn_speaks_it(
         k.submit(QUESTION)
         await k.until(lambda: len(said) == AHEAD_PIECES + 1, "the turn to speak past what was ahead")
         await k.clock.advance(5.0)
-        assert spec.ahead.pieces == AHEAD_PIECES + 1, "generated while the turn was still speaking"
+        assert ahead.pieces == AHEAD_PIECES + 1, "generated while the turn was still speaking"
         busy.set()
         await k.until_turn_ended(1)
-        assert k.of_type("assistant/message")[0]["text"] == story
+        assert k.of_type("assistant/message")[0]["text"] == STORY
 
 
 async def test_a_dropped_speculation_leaves_nothing_on_the_record(tmp_path: Path) -> None:
@@ -203,8 +205,7 @@ async def test_a_speculation_reads_the_journal_as_it_was_when_it_started(tmp_pat
 
 
 async def test_cancelling_a_turn_that_took_a_reply_generated_ahead_ends_that_generation(tmp_path: Path) -> None:
-    story = " ".join(f"word{n}" for n in range(AHEAD_PIECES * 3))
-    async with kit(tmp_path, [reply(story, delay=0.2)], prompt=NOON) as k:
+    async with kit(tmp_path, [reply(STORY, delay=0.2)], prompt=NOON) as k:
         spec = k.conversation.speculate(QUESTION, ahead=True)
         assert spec is not None
         await k.until(lambda: spec.ahead is not None and spec.ahead.pieces >= 2, "the reply ahead")
