@@ -68,18 +68,18 @@ async def test_the_turn_takes_the_reply_its_speculation_began_one_request_on_the
         assert k.of_type("metrics/turn")[0]["prefilled"] == 1.0
 
 
-async def _ahead(k: Kit, pieces: int = AHEAD_PIECES) -> Ahead:
+async def _ahead(k: Kit, pieces: int = AHEAD_PIECES) -> tuple[Speculation, Ahead]:
     """A speculation on QUESTION that has generated `pieces` of its reply ahead."""
     spec = k.conversation.speculate(QUESTION, ahead=True)
     assert spec is not None
     await k.until(lambda: spec.ahead is not None and spec.ahead.pieces >= pieces, "the reply ahead")
     assert spec.ahead is not None
-    return spec.ahead
+    return spec, spec.ahead
 
 
 async def test_a_reply_generated_ahead_stops_after_a_sentence_or_so_until_its_turn_takes_it(tmp_path: Path) -> None:
     async with kit(tmp_path, [reply(STORY)], prompt=NOON) as k:
-        ahead = await _ahead(k)
+        _, ahead = await _ahead(k)
         await k.clock.advance(5.0)
         assert ahead.pieces == AHEAD_PIECES
         assert not ahead.done
@@ -92,7 +92,7 @@ async def test_a_reply_generated_ahead_stops_after_a_sentence_or_so_until_its_tu
 async def test_once_taken_a_reply_ahead_is_generated_only_as_the_turn_speaks_it(tmp_path: Path) -> None:
     """A piece generated while the voice is still busy with the last one would take a core from Piper."""
     async with kit(tmp_path, [reply(STORY)], prompt=NOON) as k:
-        ahead = await _ahead(k)
+        _, ahead = await _ahead(k)
         busy, said, say = anyio.Event(), [], k.speech.say
 
         async def slow_say(key: SpeechKey, text: str, signal: CancelSignal) -> None:
@@ -206,9 +206,7 @@ async def test_a_speculation_reads_the_journal_as_it_was_when_it_started(tmp_pat
 
 async def test_cancelling_a_turn_that_took_a_reply_generated_ahead_ends_that_generation(tmp_path: Path) -> None:
     async with kit(tmp_path, [reply(STORY, delay=0.2)], prompt=NOON) as k:
-        spec = k.conversation.speculate(QUESTION, ahead=True)
-        assert spec is not None
-        await k.until(lambda: spec.ahead is not None and spec.ahead.pieces >= 2, "the reply ahead")
+        spec, _ = await _ahead(k, pieces=2)
         k.submit(QUESTION)
         await k.until(lambda: len(k.speech.report(1)) > AHEAD_PIECES, "the turn to go past what was ahead")
         await k.conversation.cancel(User())

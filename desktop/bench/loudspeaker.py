@@ -119,7 +119,7 @@ def _stages(out: Path, onset: float | None) -> str:
     and what the interruption was heard as (were its first words heard at all?)."""
     events = read_events(out / "journal.jsonl")
     found = [e for e in events if e["type"] in ("barge_in/onset_paused", "barge_in/detected")]
-    heard = [repr(e["text"]) for e in events if e["type"] == "user/message"][1:]
+    heard = [repr(e["text"]) for e in events if e["type"] == "user/message"][1:]  # after the typed question
     said = f"; heard as {', '.join(heard) or 'nothing'}"
     if onset is None or not found:
         return "no pause or detection on record" + said

@@ -184,7 +184,7 @@ class LiveVoice:
         if isinstance(fact, facts.SpeakerFailed):
             return speaker_failed(fact.reason)
         if fact.listening_goes_on:
-            return utterance_lost(fact.part, fact.error)
+            return utterance_lost(fact.part.removeprefix(facts.UTTERANCE_PART), fact.error)
         return voice_stopped(fact.error)
 
     def _report(self, problem: Problem) -> None:

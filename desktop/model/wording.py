@@ -198,9 +198,8 @@ def voice_stopped(error: BaseException) -> Problem:
     )
 
 
-def utterance_lost(part: str, error: BaseException) -> Problem:
-    """One utterance's work failed (logged); the pipeline goes on listening."""
-    name = part.split(":", 1)[-1]
+def utterance_lost(name: str, error: BaseException) -> Problem:
+    """One utterance's work (`name`: which) failed (logged); the pipeline goes on listening."""
     return Problem(
         f"Parley missed what you just said ({type(error).__name__} in {name})",
         "Say it again: Parley is still listening (the details are in the log)",
