@@ -10,7 +10,7 @@ from adapters.tts.chunker import SpeechChunker, SpeechSegment
 from adapters.tts.speakable import to_speakable
 
 
-def chunk(text: str, step: int | None = None, **options: int | None) -> list[str]:
+def chunk(text: str, step: int | None = None, **options: int | bool | None) -> list[str]:
     chunker = SpeechChunker(**options)  # type: ignore[arg-type]
     size = step or len(text) or 1
     segments: list[SpeechSegment] = []
@@ -25,6 +25,42 @@ def test_the_first_segment_ends_at_the_first_clause_with_three_words() -> None:
         " tea.",
         " More later.",
     ]
+
+
+@pytest.mark.parametrize("step", [1, 3, None])
+def test_a_reply_may_begin_with_its_first_phrase(step: int | None) -> None:
+    """The first audio waits for two words of the model instead of a whole sentence."""
+    assert chunk("The time is 9:02 PM. Bye.", step, first_phrase=True) == ["The time", " is 9:02 PM.", " Bye."]
+    assert chunk("You can set an alarm for seven.", step, first_phrase=True) == ["You can set an alarm", " for seven."]
+    assert chunk("The time is 9:02 PM. Bye.", step) == ["The time is 9:02 PM.", " Bye."], "only where asked"
+
+
+@pytest.mark.parametrize(
+    ("text", "first", "phrase"),
+    [
+        ("It is a nice day. Yes.", "It is a nice day.", False),  # one word before the verb is no phrase of its own
+        ("Sure, the answer is tea.", "Sure, the answer", True),  # "Sure," alone is too short a clause
+        ("Once upon a time, in the land of Eldrador.", "Once upon a time,", False),  # a clause came first
+        ("The island isles are big.", "The island isles", True),  # "is" inside a word opens nothing
+        ("The capital of France is Paris.", "The capital of France", True),  # "of" binds to the word before
+        ("Hello there — is it you?", "Hello there — is it you?", False),  # no cut after punctuation
+        (
+            "One two three four five six seven eight and nine.",
+            "One two three four five six seven eight and nine.",
+            False,
+        ),
+    ],
+)
+def test_the_first_phrase_ends_before_a_word_that_opens_the_next(text: str, first: str, phrase: bool) -> None:
+    segments = SpeechChunker(first_phrase=True).feed(text + " ")
+    assert (segments[0].text, segments[0].phrase) == (first, phrase)
+
+
+def test_a_phrase_boundary_waits_for_the_whole_opening_word() -> None:
+    chunker = SpeechChunker(first_phrase=True)
+    assert chunker.feed("The time is") == [], "'is' may still become 'island'"
+    assert chunker.feed(" 9") == [SpeechSegment("The time", 0, phrase=True)]
+    assert chunker.feed(":02 PM. And") == [SpeechSegment(" is 9:02 PM.", 8)]
 
 
 def test_later_segments_end_only_at_sentence_ends() -> None:
@@ -81,22 +117,29 @@ def test_text_without_punctuation_is_cut_at_a_space_within_the_bound() -> None:
     assert all(not segment.strip().endswith("wor") for segment in segments)
 
 
-ALPHABET = st.sampled_from([*"ab .,;:!?\n-*`#1230", "Dr.", "e.g.", "3.14", " - ", "🎉", "**"])
+ALPHABET = st.sampled_from([*"ab .,;:!?\n-*`#1230", "Dr.", "e.g.", "3.14", " - ", "🎉", "**", " is ", " in", "and"])
 
 
 @settings(max_examples=150, deadline=None)
-@given(parts=st.lists(st.lists(ALPHABET, max_size=12).map("".join), max_size=12), max_chars=st.integers(8, 80))
-def test_segments_are_an_exact_prefix_however_the_deltas_fall(parts: list[str], max_chars: int) -> None:
+@given(
+    parts=st.lists(st.lists(ALPHABET, max_size=12).map("".join), max_size=12),
+    max_chars=st.integers(8, 80),
+    first_phrase=st.booleans(),
+)
+def test_segments_are_an_exact_prefix_however_the_deltas_fall(
+    parts: list[str], max_chars: int, first_phrase: bool
+) -> None:
     text = "".join(parts)
-    streamed = SpeechChunker(max_chars=max_chars)
+    streamed = SpeechChunker(max_chars=max_chars, first_phrase=first_phrase)
     segments = [s for part in parts for s in streamed.feed(part)] + streamed.flush()
     joined = "".join(segment.text for segment in segments)
     assert text.startswith(joined)
     assert not to_speakable(text[len(joined) :]).has_words
     assert [s.start for s in segments] == [sum(len(x.text) for x in segments[:i]) for i in range(len(segments))]
     assert all(segment.speakable.has_words for segment in segments)
-    assert [s.text for s in segments] == chunk(text, max_chars=max_chars)
+    assert [s.text for s in segments] == chunk(text, max_chars=max_chars, first_phrase=first_phrase)
     assert all(len(s.text) - s.speakable.first_word_at() <= max_chars for s in segments)
+    assert not any(s.phrase for s in segments[1:]), "only a reply's first segment may be a phrase"
 
 
 @pytest.mark.parametrize(

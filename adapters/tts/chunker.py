@@ -1,5 +1,11 @@
 """Cut a streaming LLM reply into speakable segments: the first early (time to first audio), the rest at sentence ends.
 
+The first segment ends at the first clause mark after a few words; a reply's voice (`first_phrase`) may end it
+sooner, before the word that opens the sentence's next phrase ("The time | is 9:02 PM."): the first audio then
+waits for two or three words of the model and a short synthesis instead of a whole sentence of each. The seam is a
+phrase break, not a sentence break: the segment is marked `phrase` and its speaker trims the silence Piper ends it
+with (adapters.tts.tail).
+
 Segments are exact, contiguous slices of the generated text: concatenated, they give back the text
 fed so far (less a trailing part with nothing to say), so the words heard are always a word-wise
 prefix of the reply. A boundary is only taken once the character after it has arrived, which is
@@ -15,6 +21,14 @@ from functools import cached_property
 from adapters.tts.speakable import Speakable, to_speakable
 
 FIRST_CLAUSE_WORDS = 3
+PHRASE_WORDS = (2, 7)  # a first phrase has this many words (at least, at most) before the word that opens the next
+# Words that open a phrase: a verb after its subject, a preposition, a conjunction or a relative. Not "of" or
+# "to", which bind too tightly to the word before ("the capital | of France").
+PHRASE_OPENERS = frozenset(
+    "is are was were will would can could should may might must has have had does do did "
+    "in on at for with about from by into over under after before during "
+    "and but or so because that which who when where while if than".split()
+)
 MAX_CHARS = 240  # bounds one synthesis step even for text without punctuation
 
 _CLOSERS = "\"'\u201d\u2019)]*_`"  # quotes (straight and curly), brackets, markdown closers
@@ -22,6 +36,7 @@ _SENTENCE = re.compile(rf"[.!?…]+[{re.escape(_CLOSERS)}]*(?=\s)|\n")
 _CLAUSE = re.compile(rf"[,;:][{re.escape(_CLOSERS)}]*(?=\s)|\s[-\u2013\u2014](?=\s)|\u2014(?=\S)")  # en and em dashes
 _LAST_TOKEN = re.compile(r"(\S+)$")
 _WORD = re.compile(r"\w+")
+_TOKEN = re.compile(r"\S+")
 _INITIALISM = re.compile(r"^(?:[A-Za-z]\.){2,}$|^[A-Z]\.$")
 _LIST_NUMBER = re.compile(r"(?:^|\n)[ \t]*\d{1,3}\.$")
 ABBREVIATIONS = frozenset(
@@ -37,6 +52,7 @@ class SpeechSegment:
 
     text: str
     start: int
+    phrase: bool = False  # it ends inside a sentence, before a phrase's first word: the sentence goes on
 
     @property
     def end(self) -> int:
@@ -50,13 +66,22 @@ class SpeechSegment:
 class SpeechChunker:
     """Fed text deltas, yields segments; `flush()` at the end of the reply yields the rest."""
 
-    def __init__(self, *, first_clause_words: int | None = FIRST_CLAUSE_WORDS, max_chars: int = MAX_CHARS) -> None:
-        """`first_clause_words=None` cuts at sentence ends only (for text that is not a reply's start)."""
+    def __init__(
+        self,
+        *,
+        first_clause_words: int | None = FIRST_CLAUSE_WORDS,
+        max_chars: int = MAX_CHARS,
+        first_phrase: bool = False,
+    ) -> None:
+        """`first_clause_words=None` cuts at sentence ends only (for text that is not a reply's start);
+        `first_phrase` lets the first segment end before a phrase's opening word (for a speaker that trims it)."""
         self._first_clause_words = first_clause_words
+        self._first_phrase = first_phrase
         self._max_chars = max_chars
         self._buffer = ""
         self._offset = 0  # where the buffer starts in the whole text
         self._emitted = 0
+        self._phrase_at: int | None = None  # the boundary `_boundary` found is a phrase end (when it is this one)
 
     def feed(self, delta: str) -> list[SpeechSegment]:
         self._buffer += delta
@@ -75,14 +100,14 @@ class SpeechChunker:
         search_from = 0
         while (end := self._boundary(search_from)) is not None:
             if to_speakable(self._buffer[:end]).has_words:
-                segments.append(self._cut(end))
+                segments.append(self._cut(end, phrase=end == self._phrase_at))
                 search_from = 0
             else:
                 search_from = end  # nothing to say yet: it will lead the next segment
         return segments
 
-    def _cut(self, end: int) -> SpeechSegment:
-        segment = SpeechSegment(self._buffer[:end], self._offset)
+    def _cut(self, end: int, *, phrase: bool = False) -> SpeechSegment:
+        segment = SpeechSegment(self._buffer[:end], self._offset, phrase)
         self._buffer = self._buffer[end:]
         self._offset += end
         self._emitted += 1
@@ -98,8 +123,12 @@ class SpeechChunker:
         start = max(search_from, lead)
         window = self._buffer[: lead + self._max_chars]
         ends = [_sentence_end(window, start)]
+        self._phrase_at = None
         if self._emitted == 0 and self._first_clause_words is not None:
             ends.append(_clause_end(window, start, self._first_clause_words))
+            if self._first_phrase:
+                self._phrase_at = _phrase_end(window, start)
+                ends.append(self._phrase_at)
         found = [end for end in ends if end is not None]
         if found:
             return min(found)
@@ -122,6 +151,19 @@ def _clause_end(window: str, search_from: int, min_words: int) -> int | None:
     for match in _CLAUSE.finditer(window, search_from):
         if len(_WORD.findall(window[: match.start()])) >= min_words:
             return match.end()
+    return None
+
+
+def _phrase_end(window: str, search_from: int) -> int | None:
+    """The end of the word before a phrase's opening word ("The time| is"), once that word is whole (the character
+    after it has come), with PHRASE_WORDS words before it and no punctuation between the two."""
+    fewest, most = PHRASE_WORDS
+    tokens = list(_TOKEN.finditer(window, search_from))
+    for index in range(fewest, min(most, len(tokens) - 1) + 1):
+        before, opener = tokens[index - 1], tokens[index]
+        whole = opener.end() < len(window)
+        if whole and opener.group() in PHRASE_OPENERS and before.group()[-1].isalnum():
+            return before.end()
     return None
 
 

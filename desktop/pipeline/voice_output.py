@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from adapters.contract import CancelSignal
 from adapters.contract.speech_io import Synthesizer, WordTiming
 from adapters.tts.chunker import SpeechChunker
+from adapters.tts.tail import trim_tail
 from audio.own_voice import TimedWord
 from audio.ports import AudioSink
 from engine.clock import Clock
@@ -65,15 +66,15 @@ class VoiceOutput:
             return
         if state.first_text_at is None:
             state.first_text_at = self._clock.now()
-        chunker = state.chunkers.setdefault(key, SpeechChunker())
+        chunker = state.chunkers.setdefault(key, SpeechChunker(first_phrase=True))
         for segment in chunker.feed(text):
-            await self._speak(state, key, segment.text, signal)
+            await self._speak(state, key, segment.text, signal, phrase=segment.phrase)
 
     async def drain(self, turn: int, signal: CancelSignal) -> None:
         state = self._turns.setdefault(turn, _Turn())
         for key, chunker in list(state.chunkers.items()):
             for segment in chunker.flush():
-                await self._speak(state, key, segment.text, signal)
+                await self._speak(state, key, segment.text, signal, phrase=segment.phrase)
         if not state.silenced:
             await self._sink.drain(turn)
 
@@ -140,10 +141,14 @@ class VoiceOutput:
                     words.append(TimedWord(spoken.text[word.start : word.end], start, end or start))
         return words
 
-    async def _speak(self, state: _Turn, key: SpeechKey, source: str, signal: CancelSignal) -> None:
-        async for synth in self._synth.stream([source], signal):
+    async def _speak(
+        self, state: _Turn, key: SpeechKey, source: str, signal: CancelSignal, *, phrase: bool = False
+    ) -> None:
+        """`phrase`: the source ends inside a sentence (the chunker's first phrase), so its closing quiet is cut."""
+        async for piece in self._synth.stream([source], signal):
             if state.silenced or signal.cancelled:
                 return
+            synth = trim_tail(piece) if phrase else piece
             segment = next(self._ids)
             if not self._sink.enqueue(key.turn, segment, synth.audio, synth.sample_rate):
                 return

@@ -54,3 +54,27 @@ async def test_a_stopped_reply_has_only_the_words_that_played() -> None:
     assert 0 < len(words) < len(TEXT.split())
     assert [w.text for w in words] == TEXT.split()[: len(words)]
     assert words[-1].start <= started + 0.5
+
+
+async def test_a_reply_begins_with_its_first_phrase_and_keeps_only_a_breath_after_it() -> None:
+    """ "The time" is spoken while the model still writes the rest; its closing quiet is cut, the words stay exact."""
+    clock = VirtualClock()
+    sink = RecordingSink(clock, rate=16_000, latency_s=0.03)
+    voice = VoiceOutput(FakeSynthesizer(ms_per_char=20, gap_ms=120), sink, clock)
+    async with clock.autojump():
+        await sink.start()
+        started = clock.now()
+        await voice.say(SpeechKey(1, 1, 1), "The time is ", CancelSignal())
+        first = voice.report(1)
+        await voice.say(SpeechKey(1, 1, 1), "nine. Bye.", CancelSignal())
+        await voice.drain(1, CancelSignal())
+        report = voice.report(1)
+        words = voice.played_words(since=started)
+        await sink.close()
+    assert [s.text for s in first] == ["The time"], "spoken before the sentence is complete"
+    assert [s.text for s in report] == ["The time", " is nine.", " Bye."]
+    phrase = report[0]
+    assert phrase.duration_ms <= phrase.words[-1].end_ms + 50, "40 ms of the 120 ms quiet after 'time' are kept"
+    assert report[1].duration_ms > report[1].words[-1].end_ms + 100, "a sentence keeps its closing quiet"
+    assert [w.text for w in words] == "The time is nine. Bye.".split()
+    assert all(abs(s.played_ms - s.duration_ms) < 1 for s in report), [(s.played_ms, s.duration_ms) for s in report]
