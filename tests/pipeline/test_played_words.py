@@ -18,10 +18,14 @@ pytestmark = pytest.mark.anyio
 TEXT = "Once upon a time there was a lighthouse."
 
 
-async def test_played_words_are_timed_in_order_and_outlive_their_turn() -> None:
+def _voice(gap_ms: float) -> tuple[VirtualClock, RecordingSink, VoiceOutput]:
     clock = VirtualClock()
     sink = RecordingSink(clock, rate=16_000, latency_s=0.03)
-    voice = VoiceOutput(FakeSynthesizer(ms_per_char=20, gap_ms=40), sink, clock)
+    return clock, sink, VoiceOutput(FakeSynthesizer(ms_per_char=20, gap_ms=gap_ms), sink, clock)
+
+
+async def test_played_words_are_timed_in_order_and_outlive_their_turn() -> None:
+    clock, sink, voice = _voice(gap_ms=40)
     async with clock.autojump():
         await sink.start()
         started = clock.now()
@@ -39,9 +43,7 @@ async def test_played_words_are_timed_in_order_and_outlive_their_turn() -> None:
 
 
 async def test_a_stopped_reply_has_only_the_words_that_played() -> None:
-    clock = VirtualClock()
-    sink = RecordingSink(clock, rate=16_000, latency_s=0.03)
-    voice = VoiceOutput(FakeSynthesizer(ms_per_char=20, gap_ms=40), sink, clock)
+    clock, sink, voice = _voice(gap_ms=40)
     async with clock.autojump():
         await sink.start()
         started = clock.now()
@@ -58,9 +60,7 @@ async def test_a_stopped_reply_has_only_the_words_that_played() -> None:
 
 async def test_a_reply_begins_with_its_first_phrase_and_keeps_only_a_breath_after_it() -> None:
     """ "The time" is spoken while the model still writes the rest; its closing quiet is cut, the words stay exact."""
-    clock = VirtualClock()
-    sink = RecordingSink(clock, rate=16_000, latency_s=0.03)
-    voice = VoiceOutput(FakeSynthesizer(ms_per_char=20, gap_ms=120), sink, clock)
+    clock, sink, voice = _voice(gap_ms=120)
     async with clock.autojump():
         await sink.start()
         started = clock.now()
