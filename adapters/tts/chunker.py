@@ -81,7 +81,6 @@ class SpeechChunker:
         self._buffer = ""
         self._offset = 0  # where the buffer starts in the whole text
         self._emitted = 0
-        self._phrase_at: int | None = None  # the boundary `_boundary` found is a phrase end (when it is this one)
 
     def feed(self, delta: str) -> list[SpeechSegment]:
         self._buffer += delta
@@ -98,9 +97,10 @@ class SpeechChunker:
     def _drain(self) -> list[SpeechSegment]:
         segments: list[SpeechSegment] = []
         search_from = 0
-        while (end := self._boundary(search_from)) is not None:
+        while (found := self._boundary(search_from)) is not None:
+            end, phrase = found
             if to_speakable(self._buffer[:end]).has_words:
-                segments.append(self._cut(end, phrase=end == self._phrase_at))
+                segments.append(self._cut(end, phrase=phrase))
                 search_from = 0
             else:
                 search_from = end  # nothing to say yet: it will lead the next segment
@@ -113,8 +113,9 @@ class SpeechChunker:
         self._emitted += 1
         return segment
 
-    def _boundary(self, search_from: int) -> int | None:
-        """End of the next segment in the buffer (always past `search_from`), or None while more text is needed.
+    def _boundary(self, search_from: int) -> tuple[int, bool] | None:
+        """End of the next segment in the buffer (always past `search_from`) and whether it is a first phrase's end,
+        or None while more text is needed.
 
         `max_chars` bounds the segment from its first spoken word on: leading markup, emoji and
         whitespace cost no synthesis and are not counted.
@@ -123,17 +124,16 @@ class SpeechChunker:
         start = max(search_from, lead)
         window = self._buffer[: lead + self._max_chars]
         ends = [_sentence_end(window, start)]
-        self._phrase_at = None
+        phrase = None
         if self._emitted == 0 and self._first_clause_words is not None:
             ends.append(_clause_end(window, start, self._first_clause_words))
-            if self._first_phrase:
-                self._phrase_at = _phrase_end(window, start)
-                ends.append(self._phrase_at)
-        found = [end for end in ends if end is not None]
+            phrase = _phrase_end(window, start) if self._first_phrase else None
+        found = [end for end in [*ends, phrase] if end is not None]
         if found:
-            return min(found)
+            end = min(found)
+            return end, end == phrase
         if len(self._buffer) > len(window) > start:
-            return _forced(window, start)
+            return _forced(window, start), False
         return None
 
 
