@@ -30,6 +30,7 @@ ONSET_VOICE_SIGNS = 10  # an onset this many signs long (10 ms chunks of unexpla
 ONSET_VOICE_HOLD_S = 0.5  # ...and holds the pause this long after its last sign: the gap after a short "Stop."
 ONSET_MAX_S = 1.2  # and at the latest this long after the onset, unless a barge-in took it over
 ONSET_LEAD_S = 0.3  # an onset this much before the VAD's speech run is where that speech began
+CANCELLER_GAIN_DB = 10.0  # a run this much louder after the echo canceller than before it: no sound of the room's
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class BargeInDetector:
         min_speech_ms: float = 80.0,
         resolve_window_ms: float = 1500.0,
         max_echo_suppression_db: float = 10.0,
+        max_canceller_gain_db: float = CANCELLER_GAIN_DB,
         max_echo_likeness: float = 0.8,
         min_unexplained: float = 0.1,
         on_fact: Callable[[Fact], None] | None = None,
@@ -70,6 +72,7 @@ class BargeInDetector:
         self.min_speech_ms = min_speech_ms
         self.resolve_window_ms = resolve_window_ms
         self.max_echo_suppression_db = max_echo_suppression_db
+        self.max_canceller_gain_db = max_canceller_gain_db
         self.max_echo_likeness = max_echo_likeness
         self.min_unexplained = min_unexplained
         self._on_fact = on_fact
@@ -145,9 +148,11 @@ class BargeInDetector:
     def advance(self, audio_time: float, voiced_ms: float, echo: EchoEvidence = NO_ECHO) -> BargeIn | None:
         """The VAD has judged audio up to `audio_time` and hears `voiced_ms` of unbroken speech: fire once it
         lasts the minimum (a lone blip does not) and the stretch is not the assistant's own voice: the echo
-        canceller removed no more than `max_echo_suppression_db` from it, what is left does not follow the
-        played signal (a canceller still converging), and at least `min_unexplained` of the microphone's power
-        is more than the echo path explains (a canceller thrown off, or not converged at a reply's start)."""
+        canceller removed no more than `max_echo_suppression_db` from it and did not make it louder by more than
+        `max_canceller_gain_db` (no canceller adds a voice: what the microphone did not hear, nobody said), what
+        is left does not follow the played signal (a canceller still converging), and at least `min_unexplained`
+        of the microphone's power is more than the echo path explains (a canceller thrown off, or not converged
+        at a reply's start)."""
         if not self.ready(voiced_ms) or self._is_echo(echo):
             return None
         onset, self._onset = self._onset, None
@@ -160,6 +165,7 @@ class BargeInDetector:
     def _is_echo(self, echo: EchoEvidence) -> bool:
         return (
             echo.suppressed_db > self.max_echo_suppression_db
+            or echo.suppressed_db < -self.max_canceller_gain_db
             or echo.likeness > self.max_echo_likeness
             or (echo.unexplained is not None and echo.unexplained < self.min_unexplained)
         )

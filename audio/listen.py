@@ -10,7 +10,7 @@ from collections.abc import Callable
 import numpy as np
 
 from audio.aec import EchoCanceller
-from audio.bargein import BargeInDetector, EchoEvidence
+from audio.bargein import CANCELLER_GAIN_DB, BargeInDetector, EchoEvidence
 from audio.echo_path import CHUNK, ChunkEcho, EchoPath
 from audio.events import (
     BargeIn,
@@ -256,7 +256,19 @@ class Listener:
 
     def _echo_run(self, start: float, end: float) -> bool:
         unexplained = self.unexplained(start, end)
-        return unexplained is not None and unexplained < ECHO_RUN_UNEXPLAINED
+        return (unexplained is not None and unexplained < ECHO_RUN_UNEXPLAINED) or self._canceller_made(start, end)
+
+    def _canceller_made(self, start: float, end: float) -> bool:
+        """The cleaned audio of [start, end) is far louder than what the microphone heard: no voice of the room's
+        (a canceller cannot add one), so no user speech however the VAD judged it (issue 12: a CI run took such
+        a run, the microphone silent under it, for a barge-in at a reply's first words)."""
+        if self.echo is None or not self.echo.enabled:
+            return False
+        suppressed = self.suppression_db(start, end)
+        if suppressed >= -CANCELLER_GAIN_DB:
+            return False
+        log.debug("speech run %.3f-%.3f louder after the canceller (%.1f dB): not the room's", start, end, suppressed)
+        return True
 
     def suppression_db(self, start: float, end: float) -> float:
         """How much quieter the cleaned audio is than the captured audio over [start, end)."""

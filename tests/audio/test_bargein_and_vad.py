@@ -77,6 +77,7 @@ async def test_a_barge_in_pauses_and_a_wordless_one_resumes_where_it_stopped() -
     assert detector.advance(clock.now(), 96.0, EchoEvidence(suppressed_db=25.0)) is None, "mostly cancelled echo"
     assert detector.advance(clock.now(), 96.0, EchoEvidence(likeness=0.9)) is None, "echo the canceller let through"
     assert detector.advance(clock.now(), 96.0, EchoEvidence(unexplained=0.02)) is None, "the echo path explains it"
+    assert detector.advance(clock.now(), 96.0, EchoEvidence(suppressed_db=-40.0)) is None, "the mic never heard it"
     fired = detector.advance(clock.now(), 96.0)
     assert isinstance(fired, BargeIn)
     assert fired.at == pytest.approx(clock.now() - 0.096)

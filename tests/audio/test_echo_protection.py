@@ -113,3 +113,52 @@ async def test_a_canceller_failing_mid_reply_is_reported_and_its_recovery_too(
     barge_ins = [(t, e) for t, e in seen if isinstance(e, BargeIn)]
     assert barge_ins, "protection is back: the user interrupts again"
     assert all(t >= USER_AT for t, _ in barge_ins), f"Parley interrupted itself: {barge_ins}"
+
+
+class _Inventing(EchoCanceller):
+    """A canceller whose output holds a voice the microphone never heard (from `voice_at_s` on the timeline)."""
+
+    def __init__(self, reference: ReferenceReader, voice: np.ndarray, voice_at: float) -> None:
+        super().__init__(reference)
+        self._voice, self._voice_at = voice, voice_at
+
+    def _chunk(self, mic: np.ndarray, at: float) -> np.ndarray:
+        start = round((at - self._voice_at) * RATE)
+        added = np.zeros(len(mic), np.float32)
+        if 0 <= start < len(self._voice):
+            piece = self._voice[start : start + len(mic)]
+            added[: len(piece)] = piece
+        return super()._chunk(mic, at) + added
+
+
+@pytest.mark.parametrize("heard_by_the_microphone", [True, False])
+async def test_a_voice_only_the_canceller_holds_is_nobody_s(
+    heard_by_the_microphone: bool, user_speech: np.ndarray
+) -> None:
+    """Parley thinking (armed, nothing played yet), the room silent: a voice in the cleaned audio that the
+    microphone never heard is neither a barge-in nor the start of an utterance (a CI run's self-interruption at a
+    reply's first words: suppressed -90 dB, no echo to explain); the same voice said into the microphone is both."""
+    clock = VirtualClock()
+    sink = RecordingSink(clock, rate=RATE)
+    files = FileSource(clock)
+    detector = BargeInDetector(sink, clock)
+    seen: list[ListenEvent] = []
+    async with clock.autojump():
+        await sink.start()
+        await files.start()
+        at = files.started_at + 1.0
+        if heard_by_the_microphone:
+            files.add(user_speech, 1.0)
+        echo = _Inventing(sink.tap(), user_speech if not heard_by_the_microphone else np.zeros(0), at)
+        listener = Listener(files, Vad(), echo=echo, barge_in=detector)
+        detector.arm()
+        task = asyncio.ensure_future(listener.run(seen.append))
+        await clock.sleep(1.5 + len(user_speech) / RATE)
+        await files.close()
+        await task
+        await sink.close()
+    kinds = {type(e).__name__ for e in seen}
+    if heard_by_the_microphone:
+        assert {"BargeIn", "SpeechStarted"} <= kinds, seen
+    else:
+        assert not kinds & {"BargeIn", "SpeechStarted", "OnsetPaused"}, seen
