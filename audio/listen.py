@@ -66,6 +66,10 @@ class _EnergyLog:
         while self._frames and self._frames[0][0].end < frame.end - KEEP_S:
             self._frames.popleft()
 
+    def span(self) -> str:
+        """The stretch of time held (for a log line that asks whether two logs agree on their timeline)."""
+        return f"{self._frames[0][0].at:.3f}-{self._frames[-1][0].end:.3f}" if self._frames else "empty"
+
     def energy(self, start: float, end: float) -> float:
         return sum(e for _, e in self._overlapping(start, end))
 
@@ -267,7 +271,14 @@ class Listener:
         suppressed = self.suppression_db(start, end)
         if suppressed >= -CANCELLER_GAIN_DB:
             return False
-        log.debug("speech run %.3f-%.3f louder after the canceller (%.1f dB): not the room's", start, end, suppressed)
+        log.debug(
+            "speech run %.3f-%.3f louder after the canceller (%.1f dB): not the room's; microphone %s, cleaned %s",
+            start,
+            end,
+            suppressed,
+            self._raw.span(),
+            self._clean.span(),
+        )
         return True
 
     def suppression_db(self, start: float, end: float) -> float:
