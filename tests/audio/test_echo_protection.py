@@ -116,7 +116,7 @@ async def test_a_canceller_failing_mid_reply_is_reported_and_its_recovery_too(
 
 
 class _Inventing(EchoCanceller):
-    """A canceller whose output holds a voice the microphone never heard (from `voice_at_s` on the timeline)."""
+    """A canceller whose output holds a voice the microphone never heard (from clock time `voice_at` on)."""
 
     def __init__(self, reference: ReferenceReader, voice: np.ndarray, voice_at: float) -> None:
         super().__init__(reference)
