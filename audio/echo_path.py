@@ -36,6 +36,7 @@ MARGIN = 4.0  # 6 dB: microphone power up to this times the explained echo is ec
 NOISE_MARGIN = 4.0
 ACTIVE_POWER = 1e-6  # a band of the played signal below this (-60 dB) teaches nothing about the path's gain
 LEARN_RATE = 0.05  # nepers per chunk (~0.2 dB): the gains follow the median of what they see
+VAD_LAG_CHUNKS = 10  # the VAD tells of a voice up to 100 ms after its first sound: those chunks were a voice too
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,8 @@ class EchoPath:
         self._steps = 0
         self._windows = np.zeros((2, WINDOW))  # the last 20 ms of microphone and played audio
         self._mic_hist: collections.deque[np.ndarray] = collections.deque(maxlen=100)
+        self._voiced: collections.deque[bool] = collections.deque(maxlen=100)  # per _mic_hist chunk: somebody talked
+        self._chunk_at: collections.deque[float] = collections.deque(maxlen=100)  # and its audio time
         self._ref_hist: collections.deque[np.ndarray] = collections.deque(maxlen=100 + MAX_LAG_CHUNKS)
         self._held = np.zeros(bands)
         self._noise = np.full(bands, 1e-9)
@@ -93,6 +96,7 @@ class EchoPath:
         self._ring[self._steps % len(self._ring)] = ref_bands
         self._steps += 1
         self._mic_hist.append(windows[0, CHUNK:].reshape(-1, DECIMATE).mean(axis=1))
+        self._mark(at, voiced=not quiet)
         self._ref_hist.append(windows[1, CHUNK:].reshape(-1, DECIMATE).mean(axis=1))
         self._track_delay(ref_bands)
         echo = self._explained()
@@ -103,21 +107,38 @@ class EchoPath:
         power = float(np.sum(mic_bands))  # over the same 20 ms as the bands
         return ChunkEcho(at, power, float(np.sum(echo)), float(np.sum(np.maximum(excess, 0))))
 
-    def remeasure(self) -> None:
-        """Sound the path did not explain was no voice (an onset that came to nothing): the path may have moved
-        (an output underrun delays everything after it), so measure the delay again at once."""
+    def remeasure(self, since: float) -> None:
+        """Sound the path did not explain from audio time `since` on was no voice (an onset that came to nothing):
+        the path may have moved (an output underrun delays everything after it), so measure the delay again at
+        once, on that sound too."""
+        start = since - VAD_LAG_CHUNKS * CHUNK / RATE
+        self._voiced = collections.deque(
+            (voiced and at < start for at, voiced in zip(self._chunk_at, self._voiced, strict=True)),
+            maxlen=self._voiced.maxlen,
+        )
         self._due = True
+
+    def _mark(self, at: float, *, voiced: bool) -> None:
+        """A voice is no echo: its chunks are left out of the delay estimate (issue 12: a reply begun right after a
+        barge-in had its delay taken from the user's question against the cut reply's last words, 0.9 s off, and
+        Parley heard its own "Two." as the user)."""
+        if voiced and self._voiced and not self._voiced[-1]:
+            for back in range(1, min(VAD_LAG_CHUNKS, len(self._voiced)) + 1):
+                self._voiced[-back] = True
+        self._voiced.append(voiced)
+        self._chunk_at.append(at)
 
     def _measure(self) -> tuple[int, float] | None:
         """(delay in chunks, correlation) of the microphone history against what was played."""
         span = len(self._mic_hist)
-        if span < DELAY_FIRST:
+        if span - sum(self._voiced) < DELAY_FIRST:
             return None
-        mic = np.concatenate(list(self._mic_hist))
+        heard = np.repeat(~np.array(self._voiced), CHUNK // DECIMATE).astype(float)
+        mic = np.concatenate(list(self._mic_hist)) * heard
         ref = np.concatenate(list(self._ref_hist)[-(span + MAX_LAG_CHUNKS) :])
         before = len(mic) + MAX_LAG_CHUNKS * CHUNK // DECIMATE - len(ref)
         ref = np.concatenate([np.zeros(before), ref])  # nothing was played before the stream began
-        lag, correlation = best_lag(mic, ref, round(MAX_DELAY_S * RATE / DECIMATE))
+        lag, correlation = best_lag(mic, ref, round(MAX_DELAY_S * RATE / DECIMATE), heard)
         return round(lag * DECIMATE / CHUNK), correlation
 
     def _played(self, ago: int) -> np.ndarray:
@@ -159,12 +180,12 @@ class EchoPath:
         if np.sum(ref_bands) < ACTIVE_POWER:
             return
         self._active_chunks += 1
-        first = self._active_chunks == DELAY_FIRST
-        if self._active_chunks % DELAY_EVERY and not first and not self._due:
+        self._due = self._due or self._active_chunks % DELAY_EVERY == 0 or self._active_chunks == DELAY_FIRST
+        if not self._due:
             return
         measured = self._measure()
         if measured is None:
-            return
+            return  # too little heard without a voice over it: again at the next chunk played
         self._due = False
         delay, correlation = measured
         if correlation >= DELAY_MIN_CORRELATION:
@@ -177,16 +198,18 @@ class EchoPath:
             self._unfound += 1
 
 
-def best_lag(mic: np.ndarray, ref: np.ndarray, max_lag: int) -> tuple[int, float]:
+def best_lag(mic: np.ndarray, ref: np.ndarray, max_lag: int, heard: np.ndarray | None = None) -> tuple[int, float]:
     """The lag (samples, 0..max_lag) at which `ref` (max_lag samples longer, ending with `mic`) best explains
-    `mic`, and the normalised correlation there."""
+    `mic`, and the normalised correlation there. `heard` (1 or 0 per sample of `mic`, zero where `mic` is):
+    `ref` counts only against the samples heard, so a stretch left out neither helps nor dilutes a lag."""
     n = len(mic)
     size = 1 << (len(ref) + n).bit_length()
+    heard = np.ones(n) if heard is None else heard
     dots = np.fft.irfft(np.fft.rfft(ref, size) * np.conj(np.fft.rfft(mic, size)), size)[: max_lag + 1]
-    energy = np.concatenate([[0.0], np.cumsum(ref * ref)])
-    windows = np.maximum(energy[np.arange(max_lag + 1) + n] - energy[np.arange(max_lag + 1)], 0.0)
+    power = np.fft.rfft(ref * ref, size) * np.conj(np.fft.rfft(heard, size))
+    windows = np.maximum(np.fft.irfft(power, size)[: max_lag + 1], 0.0)  # ref's energy against what was heard
     norms = np.sqrt(windows * float(np.dot(mic, mic))) + 1e-12
-    # a near-silent stretch of `ref` (its energy a rounding error of the running sum) explains nothing
+    # a near-silent stretch of `ref` (its energy a rounding error of the transforms) explains nothing
     scores = np.where(windows > 1e-6 * float(np.max(windows, initial=0.0)), dots / norms, 0.0)
     k = int(np.argmax(scores))
     return max_lag - k, float(scores[k])

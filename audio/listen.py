@@ -299,7 +299,7 @@ class Listener:
         if detector is None:
             return
         if (resumed := detector.tick(now, voiced)) is not None:
-            self.path.remeasure()
+            self.path.remeasure(resumed.at)
             on_event(resumed)
         if not detector.ready(voiced):
             return

@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from audio.echo_path import CHUNK, EchoPath
 from audio.ports import RATE
+from audio.wav import load_wav
+from desktop.assets import fixture
 
 
 def _speechlike(seconds: float, seed: int, phase: float = 0.0) -> np.ndarray:
@@ -81,3 +84,55 @@ def test_a_delay_longer_than_the_old_limit_is_found() -> None:
     unexplained = _run(path, _echo(reply, 0.5, 0.55), reply)
     assert path.delay_chunks == 55
     assert max(unexplained[100:]) < 1e-5
+
+
+def _clip(name: str) -> np.ndarray:
+    return load_wav(fixture(name)).astype(np.float32)
+
+
+@pytest.mark.parametrize(("cut_s", "gap_s"), [(3.0, 0.35), (3.74, 0.35), (4.53, 0.5), (5.22, 0.5)])
+def test_a_reply_right_after_a_barge_in_keeps_the_delay(cut_s: float, gap_s: float) -> None:
+    """The CI failure on da6120d: "Two." began 0.3-0.5 s after the user's "Stop. What is two plus two?", the
+    delay was measured again at its first chunks against the microphone's last second, the user's question, and
+    taken from the cut reply's last words at 0.9 s (correlation 0.53): Parley heard its own "Two." as the user.
+    The user's voice is left out of the estimate; an estimate may fall due at any chunk of the new reply."""
+    story = np.concatenate([_clip(name) for name in ("tell_a_story.wav", "whats_the_weather.wav", "tell_a_joke.wav")])
+    user, two = _clip("what_is_two_plus_two.wav"), _clip("stop_what_time.wav")[: RATE // 2]
+    cut, lead = round(cut_s * RATE), round(0.02 * RATE)  # the reply paused 20 ms into the user's voice
+    user_at = cut - lead
+    two_at = user_at + len(user) + round(gap_s * RATE)
+    ref = np.zeros(two_at + len(two) + RATE // 2, np.float32)
+    ref[:cut] = story[:cut]
+    ref[two_at : two_at + len(two)] = two
+    mic = _echo(ref, 1.0, 0.05)  # 0 dB, 50 ms
+    mic[user_at : user_at + len(user)] += user
+    vad_hears = range(user_at + round(0.06 * RATE), user_at + len(user) + round(0.3 * RATE))  # onset lag, hangover
+    path = EchoPath()
+    delays = set()
+    for i in range(0, len(ref) - CHUNK + 1, CHUNK):
+        if two_at <= i < two_at + round(0.3 * RATE):
+            path.remeasure(i / RATE)  # an estimate due now (as every 50th chunk played, or an onset come to nothing)
+        path.step(mic[i : i + CHUNK], ref[i : i + CHUNK], i / RATE, quiet=i not in vad_hears)
+        if i >= two_at:
+            delays.add(path.delay_chunks)
+    assert delays == {5}, "the delay the story taught holds through the new reply's first estimates"
+
+
+def test_sound_that_proved_no_voice_still_teaches_the_path_that_moved() -> None:
+    """A sound server falling behind delays the echo past what the path explains; the VAD may hear that late echo
+    as a voice. Once its onset has come to nothing (no words), that sound is the echo to measure again by."""
+    path = EchoPath()
+    reply = _speechlike(6.0, 21)
+    moved = round(3.0 * RATE)
+    mic = np.concatenate([_echo(reply, 0.5, 0.05)[:moved], _echo(reply, 0.5, 0.3)[moved:]])
+    steps = range(0, len(mic) - CHUNK + 1, CHUNK)
+    resumed_at = moved + round(0.8 * RATE)
+    for i in steps:
+        if i == resumed_at:
+            path.remeasure(moved / RATE)  # the onset paused at the move resumed: no words in it
+        heard_as_voice = moved <= i < resumed_at
+        path.step(mic[i : i + CHUNK], reply[i : i + CHUNK], i / RATE, quiet=not heard_as_voice)
+        if i == moved - CHUNK:
+            assert path.delay_chunks == 5
+        if i == resumed_at:
+            assert path.delay_chunks == 30, "measured again at once, on the sound that was no voice"
