@@ -198,13 +198,12 @@ class EchoPath:
             self._unfound += 1
 
 
-def best_lag(mic: np.ndarray, ref: np.ndarray, max_lag: int, heard: np.ndarray | None = None) -> tuple[int, float]:
+def best_lag(mic: np.ndarray, ref: np.ndarray, max_lag: int, heard: np.ndarray) -> tuple[int, float]:
     """The lag (samples, 0..max_lag) at which `ref` (max_lag samples longer, ending with `mic`) best explains
-    `mic`, and the normalised correlation there. `heard` (1 or 0 per sample of `mic`, zero where `mic` is):
+    `mic`, and the normalised correlation there. `heard` (1 or 0 per sample of `mic`, 0 where `mic` was zeroed):
     `ref` counts only against the samples heard, so a stretch left out neither helps nor dilutes a lag."""
     n = len(mic)
     size = 1 << (len(ref) + n).bit_length()
-    heard = np.ones(n) if heard is None else heard
     dots = np.fft.irfft(np.fft.rfft(ref, size) * np.conj(np.fft.rfft(mic, size)), size)[: max_lag + 1]
     power = np.fft.rfft(ref * ref, size) * np.conj(np.fft.rfft(heard, size))
     windows = np.maximum(np.fft.irfft(power, size)[: max_lag + 1], 0.0)  # ref's energy against what was heard
