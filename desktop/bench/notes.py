@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from desktop.bench.rows import Measured
-from desktop.bench.scenarios import Run, aborted_metric, metric
+from desktop.bench.scenarios import Run, aborted_metric, metric, ttfas
 from desktop.bench.sessions import BARGE_IN_AFTER_S, SPOKEN_EVERY
 from desktop.bench.soak import POOL_IDLE_S, WARMUP_CYCLES, Soak
 from desktop.bench.table import machine, percentile
@@ -119,14 +119,18 @@ def _ttfa_note(runs: list[Run]) -> str:
         return "ttfa_ms: no turn had its stages measured."
     stages = ", ".join(f"{s} {_p50_p95([t.get(s, 0.0) for t in turns])}" for s in STAGES)
     rest = _p50_p95([t["ttfa_ms"] - sum(t.get(s, 0.0) for s in STAGES) for t in turns])
+    lag = _p50_p95([t.ms - t.journal_ms for run in runs for t in ttfas(run)])
     audio = Config().audio
     kinds = _by_kind(runs)
     return (
-        f"ttfa_ms stages (p50/p95 ms over {len(turns)} turns): {stages}; the rest {rest} is the sink's 30 ms latency "
-        f"and queueing. By kind (p50/p95): questions {_p50_p95(kinds['?'])}, statements {_p50_p95(kinds['.'])} "
-        f"(a finished-looking statement waits statement_wait_ms {audio.statement_wait_ms} before it is decided: "
-        "a pause after a complete-sounding clause is no end of turn). eot_ms/asr_final_ms rows: every voice turn "
-        "of the scenarios and of the end-of-turn fixtures."
+        f"ttfa_ms: each voice turn's utterance, its last loud 10 ms window (-40 dBFS) in the signal → the reply's "
+        f"first sample in output.wav. Stages (p50/p95 ms over {len(turns)} turns): the VAD places the end of speech "
+        f"{lag} after the signal's (Silero's 32 ms windows and their memory); from there the journal's {stages}; the "
+        f"rest {rest} is the sink's 30 ms latency and queueing. By kind (p50/p95): questions {_p50_p95(kinds['?'])}, "
+        f"statements {_p50_p95(kinds['.'])} (a finished-looking statement waits statement_wait_ms "
+        f"{audio.statement_wait_ms} before it is decided: a pause after a complete-sounding clause is no end of "
+        "turn). eot_ms/asr_final_ms rows: every voice turn of the scenarios and of the end-of-turn fixtures, from the "
+        "end of speech as the VAD placed it."
     )
 
 
@@ -135,9 +139,8 @@ def _by_kind(runs: list[Run]) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {"?": [], ".": []}
     for run in runs:
         texts = {e["turn"]: str(e["text"]) for e in run.of("user/message")}
-        for m in run.of("metrics/turn"):
-            if "ttfa_ms" in m:
-                out["?" if texts.get(m["turn"], "").rstrip().endswith("?") else "."].append(float(m["ttfa_ms"]))
+        for t in ttfas(run):
+            out["?" if texts.get(t.turn, "").rstrip().endswith("?") else "."].append(t.ms)
     return out
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from desktop.bench.http_provider import HttpRuns
 from desktop.bench.models import LlmTimes
-from desktop.bench.scenarios import Heard, Run, Stop, aborted_metric, metric
+from desktop.bench.scenarios import Heard, Run, Stop, aborted_metric, metric, ttfas
 from desktop.bench.soak import Soak
 from desktop.bench.table import Row, Target, not_measured, row
 from desktop.bench.turn_runs import ClipRun, cutoff_rows
@@ -55,7 +55,7 @@ def rows(m: Measured) -> list[Row]:
         row("stop_ms", [s.total_ms for s in m.stops], STOP),
         row("quiesce_ms", aborted_metric(runs, "quiesce_ms"), QUIESCE),
         _http_row(m.http),
-        row("ttfa_ms", metric(runs, "ttfa_ms"), TTFA),
+        row("ttfa_ms", [t.ms for run in runs for t in ttfas(run)], TTFA, note="end of speech in the signal"),
         row("eot_ms", m.turn_metric("eot_ms"), None, note="end of speech -> turn decided"),
         row("asr_final_ms", m.turn_metric("asr_final_ms"), None, note="turn decided -> its text ready"),
         *(cutoff_rows(m.clips) if m.clips else [not_measured("cutoff_rate", Target("final", 5), "no clips run")]),

@@ -16,7 +16,7 @@ from adapters.contract import CancelSignal
 from adapters.contract.speech_io import Transcriber
 from audio.wav import load_wav
 from desktop.assets import fixture
-from desktop.bench.signals import Samples, boundary_word_error, onset_s, silent_from_s, word_edits
+from desktop.bench.signals import Samples, boundary_word_error, offset_s, onset_s, silent_from_s, word_edits
 from desktop.config import Config
 from desktop.pipeline.run import run_session
 from desktop.scenario import load_scenario
@@ -127,6 +127,31 @@ def stops(run: Run) -> list[Stop]:
         onset, at = float(detected[-1]["onset"]) - origin, float(detected[-1]["at"]) - origin
         ms = [round((b - a) * 1000, 1) for a, b in ((cut.user_onset_s, onset), (onset, at), (at, silent))]
         found.append(Stop(total, *ms))
+    return found
+
+
+@dataclass(frozen=True)
+class Ttfa:
+    """A voice turn's time to first audio read off the signals, beside the pipeline's own figure for it."""
+
+    turn: int
+    ms: float  # the end of the user's speech in the signal → the reply's first audio in output.wav
+    journal_ms: float  # the pipeline's metrics/turn: from the end of speech as its VAD placed it
+
+
+def ttfas(run: Run) -> list[Ttfa]:
+    """Per voice turn: the utterance that started it is the last one to end before the reply's first audio; its
+    end is the clip's last loud 10 ms window (SPEC §9: end of speech in the signal, not where the VAD put it)."""
+    timeline, found = run.timeline, []
+    ends = [float(s["at_s"]) + end for s in timeline["says"] if (end := offset_s(_clip(s["what"]), RATE)) is not None]
+    for m in run.of("metrics/turn"):
+        played = timeline["turns"].get(str(m["turn"]))
+        if "ttfa_ms" not in m or played is None or played["first_audio_s"] is None:
+            continue
+        first = float(played["first_audio_s"])
+        before = [end for end in ends if end < first]
+        if before:
+            found.append(Ttfa(m["turn"], round((first - max(before)) * 1000, 1), float(m["ttfa_ms"])))
     return found
 
 
