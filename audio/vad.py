@@ -107,6 +107,17 @@ class Vad:
     def speaking(self) -> bool:
         return self._speaking
 
+    @property
+    def silence_from(self) -> float | None:
+        """While speech lasts, the start of the silence it is falling into (None when it is not): the hangover
+        has not run out yet, but whoever prepares for the end may start now."""
+        return self._run_start if self._speaking else None
+
+    @property
+    def silence_ms(self) -> float:
+        """How long the silence from `silence_from` has lasted so far (0 when there is none)."""
+        return self._run_windows * WINDOW_MS if self._speaking and self._run_start is not None else 0.0
+
     def reset(self) -> None:
         self._model.reset()
         self._pending = np.zeros(0, dtype=np.float32)

@@ -116,3 +116,56 @@ async def test_the_loop_ends_when_the_signal_fires() -> None:
     async with _running(incremental):
         await asyncio.sleep(0)
     assert incremental.latest is None
+
+
+async def test_a_pause_beginning_after_unheard_words_transcribes_them_at_once() -> None:
+    """The rest between partial passes is cut short: the pause finds its final pass made, and reuses it."""
+    clock = VirtualClock()
+    incremental = IncrementalTranscriber(FakeTranscriber(step_s=0.001), clock, interval_s=10.0, min_new_s=0.3)
+    async with _running(incremental) as signal:
+        incremental.append(_speech(0.5), 1000.5)
+        assert await until(lambda: incremental.passes == 1)
+        incremental.append(_speech(0.2), 1000.7)  # the last words: too few for a partial pass, and it rests anyway
+        incremental.append(_quiet(0.064), 1000.764)
+        incremental.pause_began(1000.7)
+        assert await until(lambda: incremental.passes == 2)
+        assert incremental.covered_until == 1000.764
+        incremental.pause_began(1000.7)  # once per silence
+        incremental.append(_quiet(0.064), 1000.828)  # the VAD's hangover runs out: the pause opens
+        words = await incremental.speculate(signal, since=1000.7)
+    assert incremental.passes == 2
+    assert words.duration_s == pytest.approx(0.764)
+
+
+@pytest.mark.parametrize("tail", ["heard", "loud"])
+async def test_no_early_pass_without_unheard_words_followed_by_quiet(tail: str) -> None:
+    clock = VirtualClock()
+    incremental = IncrementalTranscriber(FakeTranscriber(step_s=0.001), clock, interval_s=10.0, min_new_s=0.3)
+    async with _running(incremental):
+        incremental.append(_speech(0.5), 1000.5)
+        assert await until(lambda: incremental.passes == 1)
+        if tail == "heard":
+            incremental.append(_quiet(0.064), 1000.564)  # every word is in the last pass already
+        else:
+            incremental.append(_speech(0.064), 1000.564)  # a noisy room: the VAD's silence is not quiet
+        incremental.pause_began(1000.5)
+        await clock.advance(1.0)
+        assert incremental.passes == 1
+
+
+async def test_an_early_pass_that_proved_no_pause_leaves_the_pace_as_it_was() -> None:
+    """The user went on: the next partial pass comes after the usual rest, not at once."""
+    clock = VirtualClock()
+    incremental = IncrementalTranscriber(FakeTranscriber(step_s=0.001), clock, interval_s=0.8, min_new_s=0.3)
+    async with _running(incremental):
+        incremental.append(_speech(0.5), 1000.5)
+        assert await until(lambda: incremental.passes == 1)
+        incremental.append(_speech(0.1), 1000.6)
+        incremental.append(_quiet(0.064), 1000.664)
+        incremental.pause_began(1000.6)
+        assert await until(lambda: incremental.passes == 2)
+        incremental.append(_speech(0.5), 1001.164)  # the user goes on
+        await clock.advance(0.5)
+        assert incremental.passes == 2
+        await clock.advance(0.3)
+        assert await until(lambda: incremental.passes == 3)

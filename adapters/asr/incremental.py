@@ -6,7 +6,10 @@ final pass, run before anyone knows whether the turn is over: the transcript of 
 latest pass when it already reaches that far, else one more). If the user goes on, a later pause speculates
 again. `finish` reuses the latest pass when nothing but quiet arrived after it; otherwise one last pass runs
 (push-to-talk, or a tail the last pass missed). Quiet audio (a pause) starts no partial pass: the CPU is left to
-the end-of-turn model and the prefill that run then.
+the end-of-turn model and the prefill that run then. Except once, early: when the VAD falls silent (`pause_began`,
+before its hangover has run out) after words no pass has heard, and nothing loud came since, those words are
+transcribed at once rather than after the rest. By the time the pause is one, its final pass is made (or nearly):
+the reply can begin while the end-of-turn model still listens.
 
 Each pass reads the whole utterance: Whisper's encoder reads at least a 10 s window (adapters/asr/whisper.py),
 so a pass over only the new audio would cost the same.
@@ -26,6 +29,7 @@ from adapters.contract.cancel import CancelCause, CancelSignal
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Transcriber, Transcript
 
 TAIL_QUIET_DBFS = -45.0  # audio this quiet holds no new words worth a pass
+EARLY_QUIET_S = 0.03  # ... and this much of it after the last loud audio lets a pause's pass begin early
 
 
 class Clock(Protocol):
@@ -62,6 +66,8 @@ class IncrementalTranscriber:
         self._ended = False
         self._resting: anyio.CancelScope | None = None
         self._pass_lock = asyncio.Lock()
+        self._early = False  # a pause began after words no pass has heard: transcribe them now, not after the rest
+        self._early_since: float | None = None  # the silence the last early pass was for
         self.passes = 0
         self.reused_final = False
 
@@ -110,18 +116,28 @@ class IncrementalTranscriber:
                 self._wake.clear()
                 if self._ended or signal.cancelled:
                     return
-                if not self._worth_a_pass():
+                if not self._due():
                     continue  # too little new sound to change the result; wait for more
                 started = self._clock.now()
                 async with self._pass_lock:
                     if self._ended:
                         return
-                    if not self._worth_a_pass():
+                    if not self._due():
                         continue  # a speculative pass got the lock first and covered it
                     await self._transcribe(signal)
                 await self._rest(started + self._interval_s - self._clock.now())
         finally:
             unsubscribe()
+
+    def pause_began(self, since: float) -> None:
+        """The VAD hears silence from clock time `since` on (its hangover still running): if words no pass has
+        heard came before it and only quiet after them, transcribe them now. Once per silence."""
+        if self._ended or since == self._early_since or self._loud_until <= self._covered:
+            return
+        if self._length - self._loud_until < EARLY_QUIET_S * ASR_SAMPLE_RATE:
+            return  # still loud (a noisy room, or not a pause after all): the pause's own pass will do
+        self._early_since, self._early = since, True
+        self._stop_waiting()
 
     async def speculate(self, signal: CancelSignal, since: float) -> Transcript:
         """The transcript of the utterance up to the pause whose silence began at clock time `since`: the latest
@@ -143,6 +159,12 @@ class IncrementalTranscriber:
                 return latest
             return await self._transcribe(signal)
 
+    def _due(self) -> bool:
+        return self._worth_a_pass() or self._early_due()
+
+    def _early_due(self) -> bool:
+        return self._early and self._loud_until > self._covered
+
     def _worth_a_pass(self) -> bool:
         return self._length - self._covered >= self._min_new and not self._tail_is_quiet()
 
@@ -154,6 +176,7 @@ class IncrementalTranscriber:
         result = await self._transcriber.transcribe(self.audio(), signal)
         self.passes += 1
         self._latest, self._covered, self._covered_until = result, length, until
+        self._early = self._early and self._loud_until > length  # words came during the pass: still early
         if self._on_partial is not None and not self._ended:
             self._on_partial(result)
         return result
@@ -168,7 +191,7 @@ class IncrementalTranscriber:
 
     async def _rest(self, seconds: float) -> None:
         """Sleep on the clock, waking early when the utterance ends or the signal fires."""
-        if seconds <= 0 or self._ended:
+        if seconds <= 0 or self._ended or self._early_due():
             return
         with anyio.CancelScope() as scope:
             self._resting = scope

@@ -41,6 +41,7 @@ from engine.inbox import UserInput
 __all__ = ["FILLERS", "Ears", "TurnTaking", "open_ears", "says_something"]
 
 PREROLL_S = 0.4  # audio kept from before the VAD's onset, so the first syllable is not cut
+EARLY_PASS_MS = 64.0  # this much of the VAD's silence (two windows, its hangover still running) starts the final pass
 WORDS_POLL_S = 0.05
 DECISIONS_KEPT = 64
 ARMED_STATES = frozenset({State.THINKING, State.SPEAKING, State.BACKING_OFF})
@@ -88,6 +89,16 @@ class Ears:
             self._preroll.popleft()
         if self._current is not None:
             self._current.transcript.append(frame.samples, frame.end)
+
+    def on_quiet(self, since: float | None, ms: float) -> None:
+        """The VAD's silence so far (`since`: where it began, None while it hears speech): once it lasted
+        EARLY_PASS_MS, a hands-free utterance's last words are transcribed at once, so that when the pause opens its
+        final pass is made, and the reply can begin while the end-of-turn model still listens."""
+        current = self._current
+        if since is None or ms < EARLY_PASS_MS or current is None or current.policy is None or current.over:
+            return
+        if current.pause is None:
+            current.transcript.pause_began(since)
 
     def on_event(self, event: object) -> None:
         current = self._current

@@ -421,6 +421,8 @@ class VoicePipeline:
             self._recovered()
         if self._binding is not None:
             self._binding.ears.on_audio(frame)  # only pre-roll is kept unless an utterance is under way
+            if self.listener is not None:
+                self._binding.ears.on_quiet(self.listener.vad.silence_from, self.listener.vad.silence_ms)
         if not (self._listening or self._held):
             return
         self._level.append(frame.samples)

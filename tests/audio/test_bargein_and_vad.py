@@ -54,6 +54,23 @@ def test_vad_hangover_bridges_short_pauses(user_speech: np.ndarray) -> None:
     assert [type(e) for e in events] == [SpeechStarted, SpeechEnded]
 
 
+def test_the_silence_speech_falls_into_is_told_before_the_hangover_runs_out(user_speech: np.ndarray) -> None:
+    """Whoever prepares for the end of a turn may start at the silence's first windows, where SpeechEnded says."""
+    audio = np.concatenate([np.zeros(RATE, np.float32), user_speech, np.zeros(RATE, np.float32)])
+    vad = Vad(VadConfig(min_silence_ms=300))
+    silences: list[tuple[float | None, float]] = []
+    ended: list[SpeechEnded] = []
+    for frame in _frames(audio):
+        ended += [e for e in vad.feed(frame) if isinstance(e, SpeechEnded)]
+        if not ended:
+            silences.append((vad.silence_from, vad.silence_ms))
+    assert (vad.silence_from, vad.silence_ms) == (None, 0.0)
+    told = [(since, ms) for since, ms in silences if since is not None and ms >= 64]
+    assert told, "the silence was never told before SpeechEnded"
+    assert {since for since, _ in told} == {ended[0].at}
+    assert max(ms for _, ms in told) < 300
+
+
 def _ramp(rate: int) -> np.ndarray:
     return np.linspace(0.1, 0.6, 3 * rate, dtype=np.float32)
 

@@ -17,6 +17,7 @@ from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Transcript
 from adapters.contract.workers import running
 from adapters.testing_speech import FakeSynthesizer, FakeTranscriber
 from adapters.testing_turn import FakeEndOfTurnModel, FakeWordsEndModel
+from audio.endpoint import PAUSE_SILENCE_MS
 from audio.wav import load_wav
 from desktop.assets import fixture
 from desktop.config import AudioConfig
@@ -40,6 +41,8 @@ class ByLength:
     def __init__(self, steps: Sequence[tuple[float, str]]) -> None:
         self._steps = [(at, FakeTranscriber(text)) for at, text in steps]
         self.heard: list[str] = []
+        self.clock: VirtualClock | None = None  # set it to note when each pass begins
+        self.began: list[float] = []
 
     @property
     def sample_rate(self) -> int:
@@ -53,6 +56,8 @@ class ByLength:
     ) -> Transcript:
         seconds = len(samples) / sample_rate
         fake = next(f for at, f in reversed(self._steps) if seconds >= at)
+        if self.clock is not None:
+            self.began.append(self.clock.now())
         transcript = await fake.transcribe(samples, signal, sample_rate=sample_rate)
         self.heard.append(transcript.text)
         return transcript
@@ -138,6 +143,20 @@ async def test_a_complete_question_is_decided_without_waiting_for_the_maximum(tm
         assert metrics["eot_ms"] < 2000, "the maximum wait (2 s) did not end it"
         assert metrics["asr_final_ms"] == 0, "the text was the speculative pass, ready at the decision"
         assert metrics["prefilled"] == 1.0, "the model had read the very request before the decision"
+
+
+async def test_the_final_pass_is_made_before_the_pause_opens(tmp_path: Path) -> None:
+    """Two of the VAD's silent windows start the pass; the pause, opening later, finds it made and makes none."""
+    heard = ByLength([(0.0, WEATHER)])
+    async with rig(tmp_path, heard) as r:
+        heard.clock = r.stage.clock
+        r.say("q_weather")
+        await until_quiet(r.stage)
+        (decided,) = r.stage.binding.ears.decisions
+        assert [e["text"] for e in r.of("user/message")] == [WEATHER]
+    opened = decided.speech_ended_at + PAUSE_SILENCE_MS / 1000  # the VAD can tell the pause no sooner
+    assert heard.began, "no pass at all"
+    assert max(heard.began) < opened, f"a pass began at {max(heard.began) - decided.speech_ended_at:.3f} s"
 
 
 @pytest.mark.parametrize("ends", [True, False])
