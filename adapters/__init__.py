@@ -11,3 +11,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # against 85-103; Whisper, Smart Turn and a prefill beside a Whisper pass no slower). A thousand spins (~20 us)
 # covers a barrier's partner; a pool with no work still sleeps at once.
 os.environ.setdefault("GOMP_SPINCOUNT", "1000")
+# numpy's OpenBLAS keeps a thread per core whose workers busy-wait for a while after every call before they sleep.
+# Our BLAS calls are small (mel filterbanks, dot products), but after each one that spin took a core from Whisper,
+# Smart Turn, llama.cpp and Piper just when a turn ends: the first audio came ~50 ms later (fixture barge_in + echo
+# and PulseAudio spoken turns, in separate processes). It must be set before numpy loads: desktop imports us first.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

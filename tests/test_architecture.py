@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 LINT = Path(sys.executable).parent / "lint-imports"
@@ -51,3 +54,24 @@ def test_no_product_code_sleeps_forever() -> None:
         if "sleep_forever" in path.read_text(encoding="utf-8") or "sleep(math.inf)" in path.read_text(encoding="utf-8")
     ]
     assert offenders == []
+
+
+BLAS_THREADS = """
+import ctypes, {first}, numpy
+path = next(line.split()[-1] for line in open("/proc/self/maps") if "openblas" in line)
+blas = ctypes.CDLL(path)
+names = ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_", "openblas_get_num_threads")
+print(next(getattr(blas, name) for name in names if hasattr(blas, name))())
+"""
+
+
+@pytest.mark.parametrize("first", ["desktop.cli", "desktop.bench.runner", "numpy"])
+def test_the_app_runs_numpys_blas_without_a_spinning_pool(first: str) -> None:
+    """OpenBLAS's workers busy-wait after each call, taking a core from the models at the end of a turn: the app
+    sets one BLAS thread before numpy loads, whichever of its entry points is imported first (numpy alone has a
+    thread per core: the probe can tell)."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    probe = BLAS_THREADS.format(first=first)
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    expected = (os.cpu_count() or 1) if first == "numpy" else 1
+    assert int(out.stdout.split()[-1]) == expected
