@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import tempfile
@@ -191,7 +192,11 @@ def self_interruptions(run: Run) -> list[str]:
     return found
 
 
+@functools.lru_cache(maxsize=32)
 def _clip(what: str) -> Samples:
-    """A spoken utterance's samples; a typed one (not a file) has none."""
+    """A spoken utterance's samples, read once (every run's rows and notes ask for the same few clips); a typed one
+    (not a file) has none. Read-only: the callers share it."""
     path = Path(what)
-    return load_wav(path) if path.is_file() else np.zeros(0, dtype=np.float32)
+    samples = load_wav(path) if path.is_file() else np.zeros(0, dtype=np.float32)
+    samples.setflags(write=False)
+    return samples
