@@ -4,7 +4,7 @@ final pass at a pause, and a final that reuses it when only quiet came after."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import numpy as np
@@ -12,7 +12,7 @@ import pytest
 
 from adapters.asr.incremental import IncrementalTranscriber
 from adapters.contract.cancel import CancelSignal, User
-from adapters.contract.speech_io import ASR_SAMPLE_RATE
+from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Transcript
 from adapters.testing_speech import FakeTranscriber
 from engine.testing import VirtualClock
 from tests.conformance.speech_harness import until
@@ -169,3 +169,60 @@ async def test_an_early_pass_that_proved_no_pause_leaves_the_pace_as_it_was() ->
         assert incremental.passes == 2
         await clock.advance(0.3)
         assert await until(lambda: incremental.passes == 3)
+
+
+class _GoesOnDuringThePass:
+    """A transcriber during whose next pass the user goes on speaking (`then` appends their words)."""
+
+    def __init__(self) -> None:
+        self.inner = FakeTranscriber(step_s=0.001)
+        self.then: Callable[[], None] | None = None
+
+    @property
+    def sample_rate(self) -> int:
+        return self.inner.sample_rate
+
+    @property
+    def busy(self) -> int:
+        return self.inner.busy
+
+    async def transcribe(self, samples: Samples, signal: CancelSignal, *, sample_rate: int = ASR_SAMPLE_RATE) -> Transcript:
+        then, self.then = self.then, None
+        if then is not None:
+            then()
+        return await self.inner.transcribe(samples, signal, sample_rate=sample_rate)
+
+
+async def test_words_that_come_during_an_early_pass_end_it_and_the_pace_is_as_it_was() -> None:
+    """The pause was none (the user went on while its pass ran): no pass after pass through the rest of the turn."""
+    clock = VirtualClock()
+    transcriber = _GoesOnDuringThePass()
+    incremental = IncrementalTranscriber(transcriber, clock, interval_s=0.8, min_new_s=0.3)
+    async with _running(incremental):
+        incremental.append(_speech(0.5), 1000.5)
+        assert await until(lambda: incremental.passes == 1)
+        incremental.append(_speech(0.1), 1000.6)
+        incremental.append(_quiet(0.064), 1000.664)
+        transcriber.then = lambda: incremental.append(_speech(0.5), 1001.164)  # the user goes on
+        incremental.pause_began(1000.6)
+        assert await until(lambda: clock.next_deadline() is not None), "it rests once its passes are done"
+        assert incremental.passes == 2, "the next partial pass waits for the rest"
+        await clock.advance(0.8)
+        assert await until(lambda: incremental.passes == 3)
+
+
+async def test_a_pause_that_begins_during_a_partial_pass_gets_its_early_pass_right_after_it() -> None:
+    clock = VirtualClock()
+    transcriber = _GoesOnDuringThePass()
+    incremental = IncrementalTranscriber(transcriber, clock, interval_s=10.0, min_new_s=0.3)
+
+    def last_words_then_a_pause() -> None:
+        incremental.append(_speech(0.2), 1000.7)
+        incremental.append(_quiet(0.064), 1000.764)
+        incremental.pause_began(1000.7)
+
+    transcriber.then = last_words_then_a_pause
+    async with _running(incremental):
+        incremental.append(_speech(0.5), 1000.5)
+        assert await until(lambda: incremental.passes == 2), "no rest of 10 s before the pause's words are heard"
+        assert incremental.covered_until == 1000.764

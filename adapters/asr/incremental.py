@@ -172,11 +172,11 @@ class IncrementalTranscriber:
         return self._covered_until is not None and self._covered_until >= since and self._tail_is_quiet()
 
     async def _transcribe(self, signal: CancelSignal) -> Transcript:
-        length, until = self._length, self._until
+        length, until, early = self._length, self._until, self._early
         result = await self._transcriber.transcribe(self.audio(), signal)
         self.passes += 1
         self._latest, self._covered, self._covered_until = result, length, until
-        self._early = self._early and self._loud_until > length  # words came during the pass: still early
+        self._early = self._early and not early  # words after an early pass: the user went on, the rest is as usual
         if self._on_partial is not None and not self._ended:
             self._on_partial(result)
         return result
