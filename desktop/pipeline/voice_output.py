@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from adapters.contract import CancelSignal
 from adapters.contract.speech_io import Synthesizer, WordTiming
 from adapters.tts.chunker import SpeechChunker
-from adapters.tts.tail import trim_tail
+from adapters.tts.tail import trim_head, trim_tail
 from audio.own_voice import TimedWord
 from audio.ports import AudioSink
 from engine.clock import Clock
@@ -144,11 +144,13 @@ class VoiceOutput:
     async def _speak(
         self, state: _Turn, key: SpeechKey, source: str, signal: CancelSignal, *, phrase: bool = False
     ) -> None:
-        """`phrase`: the source ends inside a sentence (the chunker's first phrase), so its closing quiet is cut."""
+        """`phrase`: the source ends inside a sentence (the chunker's first phrase), so its closing quiet is cut; the
+        turn's first audio loses the quiet Piper opens with, which would only make the user wait."""
         async for piece in self._synth.stream([source], signal):
             if state.silenced or signal.cancelled:
                 return
             synth = trim_tail(piece) if phrase else piece
+            synth = trim_head(synth) if not state.spoken else synth
             segment = next(self._ids)
             if not self._sink.enqueue(key.turn, segment, synth.audio, synth.sample_rate):
                 return

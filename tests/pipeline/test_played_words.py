@@ -78,3 +78,20 @@ async def test_a_reply_begins_with_its_first_phrase_and_keeps_only_a_breath_afte
     assert report[1].duration_ms > report[1].words[-1].end_ms + 100, "a sentence keeps its closing quiet"
     assert [w.text for w in words] == "The time is nine. Bye.".split()
     assert all(abs(s.played_ms - s.duration_ms) < 1 for s in report), [(s.played_ms, s.duration_ms) for s in report]
+
+
+async def test_a_reply_opens_on_its_first_sound_and_later_segments_keep_their_lead() -> None:
+    """The synthesizer opens every text with 120 ms of quiet: before a reply's first word it is only a wait."""
+    clock, sink, voice = _voice(gap_ms=120)
+    async with clock.autojump():
+        await sink.start()
+        started = clock.now()
+        await voice.say(SpeechKey(1, 1, 1), "Hello there. Bye now.", CancelSignal())
+        await voice.drain(1, CancelSignal())
+        report = voice.report(1)
+        words = voice.played_words(since=started)
+        await sink.close()
+    assert [s.text for s in report] == ["Hello there.", " Bye now."]
+    assert report[0].words[0].start_ms <= 10, "a breath of the opening quiet is kept, not 120 ms"
+    assert report[1].words[0].start_ms >= 119, "inside a reply the quiet between sentences stays"
+    assert words[0].start - started < 0.03 + 0.05, "audible after the latency and the synthesis, not 120 ms later"
