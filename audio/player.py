@@ -1,4 +1,7 @@
-"""The speaker: one continuous sounddevice OutputStream rendering the heard-cursor core block by block."""
+"""The speaker: one sounddevice OutputStream rendering the heard-cursor core block by block.
+
+The stream rests (is stopped) once it has had nothing to play for REST_AFTER_S, and starts again when a segment
+is queued: a running stream costs a callback, and the sound server's wake-ups, every 10 ms of a silent room."""
 
 from __future__ import annotations
 
@@ -12,11 +15,12 @@ import numpy as np
 from audio.devices import resolve_device, sounddevice
 from audio.events import AudioUnavailable, PlaybackFailed
 from audio.playout import CoreSink
-from audio.ports import SystemClock, run_blocking
+from audio.ports import SegmentId, SystemClock, run_blocking
 from audio.stamps import StreamClock
 
 VOICE_RATE = 22050  # Piper en_US-joe-medium; used as the output rate when the device takes it
 BLOCK_S = 0.01  # 10 ms blocks: silence within one block, and ~20 ms of device buffer on PulseAudio
+REST_AFTER_S = 2.0  # of blocks with nothing to play: then the stream stops until a segment is queued
 
 
 class Player(CoreSink):
@@ -43,6 +47,9 @@ class Player(CoreSink):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closing = False
         self._flushing = False
+        self._resting = False  # stopped for want of anything to play (not a failure): `enqueue` starts it
+        self._silent_blocks = 0  # blocks rendered in a row with nothing to play (the audio thread's count)
+        self._rest_after = max(1, round(REST_AFTER_S / BLOCK_S))
         self._mono = np.zeros(0, dtype=np.float32)
         self._stream_clock = StreamClock()
         self.underflows = 0
@@ -52,6 +59,11 @@ class Player(CoreSink):
     def latency_s(self) -> float:
         """The device's output latency as PortAudio reports it."""
         return float(self._stream.latency) if self._stream is not None else 0.0
+
+    @property
+    def resting(self) -> bool:
+        """The stream is stopped for want of anything to play; the next segment queued starts it."""
+        return self._resting
 
     async def start(self) -> None:
         """Open and start the stream; AudioUnavailable (one line) if the device cannot be opened."""
@@ -88,10 +100,36 @@ class Player(CoreSink):
         dac = self._stream_clock.monotonic(times.outputBufferDacTime or times.currentTime, times.currentTime, now)
         dac = max(dac, now)  # run after its DAC time (the GIL was busy): the device underran, the block plays late
         mono = self._mono if frames == len(self._mono) else np.zeros(frames, dtype=np.float32)
-        self._core.render(mono, dac)
+        filled = self._core.render(mono, dac)
         outdata[:] = mono[:, None]
         if status.output_underflow:
             self.underflows += 1
+        self._silent_blocks = 0 if filled or self._core.paused else self._silent_blocks + 1
+        if self._silent_blocks == self._rest_after and self._loop is not None:
+            self._loop.call_soon_threadsafe(self._rest)
+
+    def enqueue(self, turn: int, segment: SegmentId, samples: np.ndarray, rate: int | None = None) -> bool:
+        queued = super().enqueue(turn, segment, samples, rate)
+        if queued and self._resting:
+            self._wake()
+        return queued
+
+    def _rest(self) -> None:
+        """Stop the stream while there is nothing to play (on the loop, so no segment is queued meanwhile)."""
+        stream = self._stream
+        if stream is None or self._closing or self._resting or not stream.active or not self._core.idle:
+            return
+        self._resting = True
+        stream.abort(ignore_errors=True)
+
+    def _wake(self) -> None:
+        self._resting, self._silent_blocks = False, 0
+        if self._stream is None:
+            return
+        try:
+            self._stream.start()
+        except sounddevice().PortAudioError as error:
+            self._fail(PlaybackFailed(f"the output device could not start again: {error}"))
 
     def _flush(self) -> None:
         """Abort (PortAudio drops the device buffer, <1 ms on PulseAudio), rewind to the DAC, start again."""
@@ -110,7 +148,7 @@ class Player(CoreSink):
             self._flushing = False
 
     def _finished(self) -> None:
-        if self._closing or self._flushing or self._loop is None:
+        if self._closing or self._flushing or self._resting or self._loop is None:
             return
         failure = PlaybackFailed("the output device stopped (unplugged, taken away or the sound server quit)")
         try:

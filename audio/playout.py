@@ -42,8 +42,9 @@ class PlayoutCore:
         self.last_dac_end = 0.0  # DAC time at which the last rendered block ends
 
     # -- the audio thread ------------------------------------------------------------------------------
-    def render(self, out: np.ndarray, dac_time: float) -> None:
-        """Fill `out` (mono float32) with the next block; `dac_time` is when its first sample is audible."""
+    def render(self, out: np.ndarray, dac_time: float) -> int:
+        """Fill `out` (mono float32) with the next block; `dac_time` is when its first sample is audible. Returns
+        how many of its samples are audio (0: silence, nothing was queued or the output is paused)."""
         n = len(out)
         out[:] = 0.0
         with self._lock:
@@ -61,6 +62,7 @@ class PlayoutCore:
             taps = self._taps
         for tap in taps:
             tap.push(dac_time, out)
+        return filled
 
     def render_silence(self, out: np.ndarray, dac_time: float) -> None:
         """An underrun: the device played `out` as silence from `dac_time`; the queue waits for the next block."""
@@ -129,6 +131,12 @@ class PlayoutCore:
     @property
     def paused(self) -> bool:
         return self._paused
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued and not paused: the output has nothing to play, now or on a resume."""
+        with self._lock:
+            return not self._queue and not self._paused
 
     def played_ms(self, turn: int, key: SegmentId, now: float) -> float:
         with self._lock:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from audio.capture import Microphone
+from audio import player as player_module
 from audio.player import Player
 from audio.ports import Frame
 from desktop.bench.rows import STOP
@@ -92,3 +93,33 @@ async def test_b_stop_silences_the_speaker_and_reports_what_was_heard(pulse: pul
     silent_from = stop_index + round(STOP_TARGET_MS * rate / 1000.0)
     assert np.all(np.abs(recording[silent_from:]) < 0.05), "the speaker went on past the stop target"
     assert len(recording) - cut > 0.3 * rate, "the recording ran on in silence after the stop"
+
+
+async def test_c_an_idle_speaker_rests_and_plays_the_next_reply_whole(
+    pulse: pulse_kit.Pulse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A silent room costs no callback every 10 ms: the stream stops when idle, and a segment starts it again."""
+    monkeypatch.setattr(player_module, "REST_AFTER_S", 0.2)
+    player = Player("pulse")
+    await player.start()
+    rate = player.rate
+    recorder = pulse_kit.Recorder(f"{pulse.speaker}.monitor", rate)
+    try:
+        await _poll(lambda: player.resting, 5, "the idle stream to rest")
+        asked = time.monotonic()
+        assert player.enqueue(1, "a", tone(0.5, rate))
+        assert not player.resting
+        await asyncio.wait_for(player.drain(1), 5)
+        first = player.audible_at(1, "a", 0.0)
+        played = player.played_ms(1, "a")
+        await _poll(lambda: player.resting, 5, "the stream to rest again")
+        assert player.failure is None, player.failure
+    finally:
+        recording = await asyncio.to_thread(recorder.finish)
+        await player.close()
+    loud = np.nonzero(np.abs(recording) > 0.05)[0]
+    recorded_ms = (loud[-1] + 1 - loud[0]) * 1000.0 / rate
+    report(f"rest: first audible {1000 * ((first or asked) - asked):.1f} ms after the enqueue, recorded {recorded_ms:.1f} ms")
+    assert played == pytest.approx(500.0, abs=1.0)
+    assert abs(recorded_ms - 500.0) <= 15.0, "the segment played whole after the stream started again"
+    assert first is not None and first - asked <= 0.1, "starting again costs about a device buffer, no more"
