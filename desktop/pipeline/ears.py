@@ -41,7 +41,7 @@ from engine.inbox import UserInput
 __all__ = ["FILLERS", "Ears", "TurnTaking", "open_ears", "says_something"]
 
 PREROLL_S = 0.4  # audio kept from before the VAD's onset, so the first syllable is not cut
-EARLY_PASS_MS = 64.0  # this much of the VAD's silence (two windows, its hangover still running) starts the final pass
+EARLY_PASS_MS = 32.0  # this much of the VAD's silence (one window, its hangover still running) starts the final pass
 WORDS_POLL_S = 0.05
 DECISIONS_KEPT = 64
 ARMED_STATES = frozenset({State.THINKING, State.SPEAKING, State.BACKING_OFF})
