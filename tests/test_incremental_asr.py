@@ -186,7 +186,9 @@ class _GoesOnDuringThePass:
     def busy(self) -> int:
         return self.inner.busy
 
-    async def transcribe(self, samples: Samples, signal: CancelSignal, *, sample_rate: int = ASR_SAMPLE_RATE) -> Transcript:
+    async def transcribe(
+        self, samples: Samples, signal: CancelSignal, *, sample_rate: int = ASR_SAMPLE_RATE
+    ) -> Transcript:
         then, self.then = self.then, None
         if then is not None:
             then()

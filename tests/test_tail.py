@@ -1,5 +1,5 @@
-"""A first phrase keeps a breath of Piper's closing silence, not a sentence's worth, and a reply's first audio a breath of
-its opening silence (adapters.tts.tail)."""
+"""A first phrase keeps a breath of Piper's closing silence, not a sentence's worth, and a reply's first audio a
+breath of its opening silence (adapters.tts.tail)."""
 
 from __future__ import annotations
 
