@@ -21,57 +21,48 @@ FADE_MS = 5.0  # the cut is faded out, never a click
 
 def trim_tail(segment: SynthSegment, keep_ms: float = KEEP_MS) -> SynthSegment:
     """`segment` ending `keep_ms` after its last sound (faded out), its words clamped to the shorter audio."""
-    audio, rate = segment.audio, segment.sample_rate
-    window = max(1, round(rate * WINDOW_MS / 1000))
-    end = _last_sound_end(audio, window)
-    if end is None:
+    loud, window = _loud_windows(segment, SOUND_DBFS)
+    if loud.size == 0:
         return segment
-    length = min(len(audio), end + round(rate * keep_ms / 1000))
-    if length >= len(audio):
-        return segment
-    kept = audio[:length].astype(np.float32)
-    fade = min(length, max(1, round(rate * FADE_MS / 1000)))
-    kept[length - fade :] *= np.linspace(1.0, 0.0, fade, dtype=np.float32)
-    duration_ms = 1000.0 * length / rate
-    words = tuple(
-        dataclasses.replace(w, start_ms=min(w.start_ms, duration_ms), end_ms=min(w.end_ms, duration_ms))
-        for w in segment.words
-    )
-    return dataclasses.replace(segment, audio=np.round(kept).astype(np.int16), words=words)
+    end = int(loud[-1] + 1) * window + round(segment.sample_rate * keep_ms / 1000)
+    return _kept(segment, 0, end) if end < len(segment.audio) else segment
 
 
 def trim_head(segment: SynthSegment, keep_ms: float = KEEP_HEAD_MS) -> SynthSegment:
     """`segment` beginning `keep_ms` before its first sound (faded in), its words moved earlier by the cut."""
-    audio, rate = segment.audio, segment.sample_rate
-    window = max(1, round(rate * WINDOW_MS / 1000))
-    loud = _loud_windows(audio, window, ONSET_DBFS)
+    loud, window = _loud_windows(segment, ONSET_DBFS)
     if loud.size == 0:
         return segment
-    cut = max(0, int(loud[0]) * window - round(rate * keep_ms / 1000))
-    if cut == 0:
-        return segment
-    kept = audio[cut:].astype(np.float32)
+    start = int(loud[0]) * window - round(segment.sample_rate * keep_ms / 1000)
+    return _kept(segment, start, len(segment.audio)) if start > 0 else segment
+
+
+def _kept(segment: SynthSegment, start: int, end: int) -> SynthSegment:
+    """Samples [start, end) of `segment`, faded in or out where cut, its words moved and clamped to them."""
+    rate = segment.sample_rate
+    kept = segment.audio[start:end].astype(np.float32)
     fade = min(len(kept), max(1, round(rate * FADE_MS / 1000)))
-    kept[:fade] *= np.linspace(0.0, 1.0, fade, dtype=np.float32)
-    shift_ms = 1000.0 * cut / rate
-    words = tuple(
-        dataclasses.replace(w, start_ms=max(0.0, w.start_ms - shift_ms), end_ms=max(0.0, w.end_ms - shift_ms))
-        for w in segment.words
-    )
+    if start > 0:
+        kept[:fade] *= np.linspace(0.0, 1.0, fade, dtype=np.float32)
+    if end < len(segment.audio):
+        kept[len(kept) - fade :] *= np.linspace(1.0, 0.0, fade, dtype=np.float32)
+    shift_ms, duration_ms = 1000.0 * start / rate, 1000.0 * len(kept) / rate
+
+    def moved(ms: float) -> float:
+        return min(max(0.0, ms - shift_ms), duration_ms)
+
+    words = tuple(dataclasses.replace(w, start_ms=moved(w.start_ms), end_ms=moved(w.end_ms)) for w in segment.words)
     return dataclasses.replace(segment, audio=np.round(kept).astype(np.int16), words=words)
 
 
-def _last_sound_end(audio: np.ndarray, window: int) -> int | None:
-    """The end (in samples) of the last window at or above SOUND_DBFS; None when nothing is that loud."""
-    loud = _loud_windows(audio, window, SOUND_DBFS)
-    return None if loud.size == 0 else int(loud[-1] + 1) * window
-
-
-def _loud_windows(audio: np.ndarray, window: int, dbfs: float) -> np.ndarray:
-    """The indices of the whole `window`-sample windows whose power is at or above `dbfs`."""
+def _loud_windows(segment: SynthSegment, dbfs: float) -> tuple[np.ndarray, int]:
+    """The indices of the whole WINDOW_MS windows of `segment` whose power is at or above `dbfs`, and the window's
+    length in samples."""
+    audio = segment.audio
+    window = max(1, round(segment.sample_rate * WINDOW_MS / 1000))
     count = len(audio) // window
     if count == 0:
-        return np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.int64), window
     frames = audio[: count * window].astype(np.float32).reshape(count, window) / 32768.0
     power = np.mean(frames * frames, axis=1)
-    return np.flatnonzero(power >= 10 ** (dbfs / 10))
+    return np.flatnonzero(power >= 10 ** (dbfs / 10)), window
