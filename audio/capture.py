@@ -30,6 +30,7 @@ class FrameQueue:
         self._items: collections.deque[Any] = collections.deque(maxlen=maxlen)
         self._wake = asyncio.Event()
         self._wake_pending = False
+        self._batch = 1
         self.dropped = 0
         self.last_put = time.monotonic()
 
@@ -39,7 +40,15 @@ class FrameQueue:
         if len(self._items) == self._items.maxlen:
             self.dropped += 1
         self._items.append(item)
-        self.wake()
+        if len(self._items) >= self._batch:
+            self.wake()
+
+    def pace(self, items: int) -> None:
+        """Wake the reader once `items` are queued (1: at every put). On the loop's thread; what is queued already
+        is handed over at once if it is enough, so going back to 1 never strands a frame."""
+        self._batch = max(1, items)
+        if len(self._items) >= self._batch:
+            self.wake()
 
     def wake(self) -> None:
         if self._wake_pending:
@@ -107,6 +116,12 @@ class Microphone:
     @property
     def dropped(self) -> int:
         return self._queue.dropped if self._queue is not None else 0
+
+    def pace(self, frames: int) -> None:
+        """Hand frames to the loop `frames` at a time: a few in a silent room (each wake-up of the loop costs more
+        than the frame it brings), one at a time whenever a reply or a voice needs them at once."""
+        if self._queue is not None:
+            self._queue.pace(frames)
 
     async def start(self) -> None:
         self._queue = FrameQueue(asyncio.get_running_loop(), self._max_frames)

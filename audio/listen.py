@@ -22,7 +22,7 @@ from audio.events import (
     SpeechEnded,
     SpeechStarted,
 )
-from audio.ports import RATE, AudioSource, Frame
+from audio.ports import RATE, AudioSource, Frame, Paced
 from audio.protection import EchoMonitor
 from audio.vad import Vad
 
@@ -39,6 +39,7 @@ ListenEvent = (
     | EchoProtectionRestored
 )
 KEEP_S = 2.0
+IDLE_FRAMES = 3  # frames a paced source hands over per wake-up of the loop in a silent room (60 ms at 20 ms)
 
 
 ECHO_LAGS_S = (-0.2, 1.0)  # how far the microphone may lag the played signal (acoustic path, DAC-time error)
@@ -135,6 +136,7 @@ class Listener:
         self._protection: EchoProtectionLost | EchoProtectionRestored | None = None
         self._held: SpeechStarted | None = None  # a speech run the echo path explains so far
         self.echo_runs = 0  # speech runs dropped as the assistant's own voice
+        self.idle = False  # a silent room and nothing to interrupt: a paced source hands frames over a few at a time
 
     async def run(
         self, on_event: Callable[[ListenEvent], None], on_audio: Callable[[Frame], None] | None = None
@@ -151,7 +153,18 @@ class Listener:
             for clean in cleaned:
                 self._step(clean, on_event, on_audio)
             self._judge(item, cleaned, on_event)
+            self._pace()
         return None
+
+    def _pace(self) -> None:
+        """Idle CPU: in a silent room with no reply to interrupt, the loop wakes for every third frame, not each
+        (issue 13). The first sound, or a reply starting, hands frames over one by one again: at most the two
+        frames queued meanwhile come late, in order and with their own stamps."""
+        idle = self.vad.gated and not self._attentive()
+        if idle != self.idle:
+            self.idle = idle
+            if isinstance(self.source, Paced):
+                self.source.pace(IDLE_FRAMES if idle else 1)
 
     @property
     def protected(self) -> bool:

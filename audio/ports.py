@@ -6,14 +6,24 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Hashable
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
 from adapters.contract.workers import run_blocking
 from audio.events import CaptureFailed, PlaybackFailed
 
-__all__ = ["RATE", "AudioSink", "AudioSource", "Clock", "Frame", "SegmentProgress", "SystemClock", "run_blocking"]
+__all__ = [
+    "RATE",
+    "AudioSink",
+    "AudioSource",
+    "Clock",
+    "Frame",
+    "Paced",
+    "SegmentProgress",
+    "SystemClock",
+    "run_blocking",
+]
 
 RATE = 16000  # what VAD, AEC and ASR consume: 16 kHz mono float32
 SegmentId = Hashable
@@ -69,6 +79,13 @@ class AudioSource(Protocol):
     def frames(self) -> AsyncIterator[Frame | CaptureFailed]: ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class Paced(Protocol):
+    """A source that can hand over its frames a few at a time while nobody needs them at once (a silent room)."""
+
+    def pace(self, frames: int) -> None: ...
 
 
 class ReferenceReader(Protocol):

@@ -108,6 +108,11 @@ class Vad:
         return self._speaking
 
     @property
+    def gated(self) -> bool:
+        """The energy gate holds: a silent room, Silero resting."""
+        return self._gated
+
+    @property
     def silence_from(self) -> float | None:
         """While speech lasts, the start of the silence it is falling into (None when it is not): the hangover
         has not run out yet, but whoever prepares for the end may start now."""

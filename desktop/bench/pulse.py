@@ -213,6 +213,9 @@ class _Keeping:
     def dropped(self) -> int:
         return self._mic.dropped
 
+    def pace(self, frames: int) -> None:
+        self._mic.pace(frames)
+
     async def start(self) -> None:
         await self._mic.start()
 

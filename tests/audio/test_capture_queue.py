@@ -76,3 +76,39 @@ async def test_a_busy_loop_is_not_a_silent_microphone() -> None:
     feeder.join()
     assert [type(i) for i in items[:40]] == [Frame] * 40, "the busy stretch lost nothing and failed nothing"
     assert isinstance(items[-1], CaptureFailed), "once the device went quiet, the microphone failed"
+
+
+async def test_a_paced_queue_wakes_its_reader_once_enough_frames_are_queued() -> None:
+    """A silent room: the reader wakes for every third frame, gets all three in order, and going back to one at a
+    time hands over what is queued at once."""
+    queue = FrameQueue(asyncio.get_running_loop(), maxlen=100)
+    queue.pace(3)
+    reader = await _waiting(queue)
+    for k in range(2):
+        await asyncio.to_thread(queue.put, k)
+    assert not await _woken(reader), "two frames do not wake a reader paced at three"
+    await asyncio.to_thread(queue.put, 2)
+    assert await asyncio.wait_for(reader, 5) == 0
+    assert [await queue.get(), await queue.get()] == [1, 2]
+    reader = await _waiting(queue)
+    for k in (3, 4):
+        await asyncio.to_thread(queue.put, k)
+    assert not await _woken(reader)
+    queue.pace(1)
+    assert await asyncio.wait_for(reader, 5) == 3, "frames queued before pace(1) are not stranded"
+    assert await queue.get() == 4
+
+
+async def _waiting(queue: FrameQueue) -> asyncio.Task[object]:
+    """A reader waiting on the empty queue (one that comes to a queue with frames in it takes them at once)."""
+    reader = asyncio.create_task(queue.get())
+    await asyncio.sleep(0)
+    return reader
+
+
+async def _woken(reader: asyncio.Task[object]) -> bool:
+    """Whether the reader was woken: a put's wake-up is queued on the loop before its to_thread returns, so a few
+    passes of the loop run it."""
+    for _ in range(3):
+        await asyncio.sleep(0)
+    return reader.done()
