@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from audio.wav import load_wav
+from audio.wav import load_wav, save_wav
 from desktop.assets import fixture
 from desktop.bench.scenarios import keep_run
 from desktop.bench.sessions import QUESTION, Models
@@ -66,6 +66,8 @@ async def loudspeaker_runs(
             async with pulse.rig(models, out, acoustic=True) as live:
                 await _reply_and_quiet(live, ASKS[n % len(ASKS)])
             _count(runs, out, f"reply {n + 1}", expected_voice_turns=0, user_onset=None)
+            if runs.self_talk_turns[-1] or runs.self_interruptions[-1]:
+                runs.described.append(f"reply {n + 1}: kept in {keep_run(out)}")
             _pauses(runs, out)
             progress(f"loudspeaker reply {n + 1}/{reps}")
             await _interrupted(kit, server, models, root / f"loud_barge_in{n}", runs, n)
@@ -108,10 +110,22 @@ async def _interrupted(kit: Any, server: Any, models: Models, out: Path, runs: L
     stop, _heard = await pulse.measure(models, recording, out, turn, (first, paused), onset)
     missed = _count(runs, out, f"barge-in {n + 1}", expected_voice_turns=1, user_onset=onset)
     runs.missed.append(float(missed))
+    slow = stop is not None and not missed and stop > SLOW_STOP_MS
     if stop is not None and not missed:
         runs.stop_ms.append(stop)
-        if stop > SLOW_STOP_MS:
-            runs.described.append(f"barge-in {n + 1}: stop_ms {stop:g}; {_stages(out, onset)}; kept in {keep_run(out)}")
+    if slow or missed or runs.self_interruptions[-1] or runs.self_talk_turns[-1]:
+        _save_audio(out, live.frames, recording)
+        what = f"stop_ms {stop:g}; " if slow else ""
+        runs.described.append(f"barge-in {n + 1}: {what}{_stages(out, onset)}; kept in {keep_run(out)}")
+
+
+def _save_audio(out: Path, frames: list[Any], recording: np.ndarray) -> None:
+    """A run kept for a look: what the microphone captured (mic.wav, its first sample at the clock time in
+    mic_at.txt, the journal's time base) and what the speaker played (speaker.wav), to replay offline."""
+    if frames:
+        save_wav(out / "mic.wav", np.concatenate([f.samples for f in frames]), RATE)
+        (out / "mic_at.txt").write_text(f"{frames[0].at:.6f}\n")
+    save_wav(out / "speaker.wav", recording, RATE)
 
 
 def _stages(out: Path, onset: float | None) -> str:
