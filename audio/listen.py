@@ -136,7 +136,7 @@ class Listener:
         self._protection: EchoProtectionLost | EchoProtectionRestored | None = None
         self._held: SpeechStarted | None = None  # a speech run the echo path explains so far
         self.echo_runs = 0  # speech runs dropped as the assistant's own voice
-        self.idle = False  # a silent room and nothing to interrupt: a paced source hands frames over a few at a time
+        self._idle = False  # a silent room and nothing to interrupt: a paced source hands frames over a few at a time
 
     async def run(
         self, on_event: Callable[[ListenEvent], None], on_audio: Callable[[Frame], None] | None = None
@@ -161,8 +161,8 @@ class Listener:
         (issue 13). The first sound, or a reply starting, hands frames over one by one again: at most the two
         frames queued meanwhile come late, in order and with their own stamps."""
         idle = self.vad.gated and not self._attentive()
-        if idle != self.idle:
-            self.idle = idle
+        if idle != self._idle:
+            self._idle = idle
             if isinstance(self.source, Paced):
                 self.source.pace(IDLE_FRAMES if idle else 1)
 

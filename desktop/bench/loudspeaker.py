@@ -67,6 +67,7 @@ async def loudspeaker_runs(
                 await _reply_and_quiet(live, ASKS[n % len(ASKS)])
             _count(runs, out, f"reply {n + 1}", expected_voice_turns=0, user_onset=None)
             if runs.self_talk_turns[-1] or runs.self_interruptions[-1]:
+                _save_audio(out, live.frames, None)
                 runs.described.append(f"reply {n + 1}: kept in {keep_run(out)}")
             _pauses(runs, out)
             progress(f"loudspeaker reply {n + 1}/{reps}")
@@ -119,13 +120,14 @@ async def _interrupted(kit: Any, server: Any, models: Models, out: Path, runs: L
         runs.described.append(f"barge-in {n + 1}: {what}{_stages(out, onset)}; kept in {keep_run(out)}")
 
 
-def _save_audio(out: Path, frames: list[Any], recording: np.ndarray) -> None:
+def _save_audio(out: Path, frames: list[Any], recording: np.ndarray | None) -> None:
     """A run kept for a look: what the microphone captured (mic.wav, its first sample at the clock time in
-    mic_at.txt, the journal's time base) and what the speaker played (speaker.wav), to replay offline."""
+    mic_at.txt, the journal's time base) and, where it was recorded, what the speaker played (speaker.wav)."""
     if frames:
         save_wav(out / "mic.wav", np.concatenate([f.samples for f in frames]), RATE)
         (out / "mic_at.txt").write_text(f"{frames[0].at:.6f}\n")
-    save_wav(out / "speaker.wav", recording, RATE)
+    if recording is not None:
+        save_wav(out / "speaker.wav", recording, RATE)
 
 
 def _stages(out: Path, onset: float | None) -> str:
