@@ -58,6 +58,14 @@ def test_a_voice_without_alignments_falls_back_to_an_estimate() -> None:
     assert segment.words[-1].end_ms <= segment.duration_ms + 0.5
 
 
+async def test_the_voices_threads_sleep_between_syntheses_rather_than_spin() -> None:
+    """A spinning pool would take a core from llama.cpp while it generates the rest of the reply."""
+    options = shared_voice(default_voice_path()).session.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    (segment,) = await speak("Still aligned.")
+    assert not segment.estimated
+
+
 def test_a_missing_voice_or_config_is_a_one_line_error_naming_the_file(tmp_path: Path) -> None:
     with pytest.raises(ModelNotFound, match=r"nowhere\.onnx") as missing:
         PiperSynthesizer(tmp_path / "nowhere.onnx")
