@@ -89,16 +89,18 @@ def _stop_note(m: Measured) -> str:
 
 def _heard_note(m: Measured) -> str:
     head = (
-        "heard_word_error: the journal's kept text vs Whisper's transcript of the played part of output.wav, "
-        "aligned letter by letter: words kept but not audible plus words audible but not kept (Whisper's "
-        "misreadings inside the sentence are not counted)"
+        "heard_word_error: the journal's kept text vs Whisper's transcript (beam 5) of the played part of "
+        "output.wav, aligned letter by letter: words kept but not audible plus words audible but not kept "
+        "(Whisper's misreadings inside the sentence are not counted)"
     )
     if not m.heard:
         return head + "."
     worst = max(m.heard, key=lambda h: (h.error, h.edits))
     return (
         f"{head}; worst ({worst.error} at the cut, {worst.edits} word edits in all): kept {worst.kept!r}, "
-        f"Whisper heard {worst.transcript!r}; all word edits p50/p95 {_p50_p95([float(h.edits) for h in m.heard])}."
+        f"Whisper heard {worst.transcript!r}; all word edits p50/p95 {_p50_p95([float(h.edits) for h in m.heard])}; "
+        f"with the pipeline's greedy Whisper as the ear instead: p50/p95 "
+        f"{_p50_p95([float(h.greedy_error) for h in m.heard])}, max {max(h.greedy_error for h in m.heard)}."
     )
 
 

@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from adapters.contract import CancelSignal
 from adapters.contract.workers import run_blocking
 from audio.capture import Microphone
 from audio.devices import refresh
@@ -32,7 +31,7 @@ from audio.ports import Frame
 from desktop.assets import fixture
 from desktop.bench.http_provider import source_tree_on_path
 from desktop.bench.loudspeaker import LoudspeakerRuns, loudspeaker_runs
-from desktop.bench.scenarios import Heard, heard_of
+from desktop.bench.scenarios import Heard, hear
 from desktop.bench.sessions import QUESTION, Models, cpu_while_idle
 from desktop.bench.signals import offset_s, onset_s, silent_from_s
 from desktop.pipeline.devices import Devices
@@ -176,10 +175,9 @@ async def measure(
         return None, None
     silent = max(silent_from_s(recording, RATE, onset - shift, onset - shift + 1.5) + shift, paused)
     played = recording[round(start_in_recording * RATE) : round((silent - shift) * RATE)]
-    transcript = await models.transcriber.transcribe(played, CancelSignal())
     kept = next((e["text"] for e in read_events(out / "journal.jsonl") if e["type"] == "assistant/message"
                  and e["turn"] == turn), "")  # fmt: skip
-    heard = heard_of(kept, transcript.text)
+    heard = await hear(models.hearing, kept, played)
     return round(max(0.0, silent - onset) * 1000, 1), heard
 
 

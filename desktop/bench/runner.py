@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from adapters.asr.whisper import WhisperTranscriber
 from adapters.contract import CancelSignal
 from adapters.llm.local import LocalLlamaAdapter
 from adapters.turn.words_lm import SentenceEnd
@@ -17,7 +18,14 @@ from desktop.bench import models as model_bench
 from desktop.bench.http_provider import HttpRuns, Unavailable, stalled_barge_ins
 from desktop.bench.notes import footnotes
 from desktop.bench.rows import Measured, rows
-from desktop.bench.scenarios import heard_word_errors, keep_run, run_scenario, self_interruptions, stops
+from desktop.bench.scenarios import (
+    Hearing,
+    heard_word_errors,
+    keep_run,
+    run_scenario,
+    self_interruptions,
+    stops,
+)
 from desktop.bench.sessions import Models, idle_cpu
 from desktop.bench.soak import soak
 from desktop.bench.table import machine, render, write_json
@@ -93,7 +101,8 @@ async def _measure(plan: Plan, devices: str, progress: Callable[[str], None]) ->
     llm = LocalLlamaAdapter()
     await llm.load()
     await SentenceEnd().preload(CancelSignal())  # the end-of-turn words model's context, shared by every session
-    models = Models(config, transcriber, synthesizer)
+    judge = WhisperTranscriber(config.speech.asr_model_path or None, beam_size=5)
+    models = Models(config, transcriber, synthesizer, Hearing(judge, transcriber))
     measured = Measured(plan_soak=plan.soak, devices=devices)
     with tempfile.TemporaryDirectory(prefix="parley-bench-") as tmp:
         root = Path(tmp)
@@ -143,7 +152,7 @@ async def _scenarios(
                 raise _kept(root / f"{name}{n}", f"{name} run {n + 1}", error) from None
             into.append(run)
             measured.stops += stops(run)
-            measured.heard += await heard_word_errors(run, models.transcriber)
+            measured.heard += await heard_word_errors(run, models.hearing)
             if name == "echo":
                 found = self_interruptions(run)
                 measured.self_interruptions.append(float(len(found)))

@@ -162,19 +162,32 @@ class Heard:
     edits: int  # all word edits, Whisper's misreadings included
     kept: str  # the journal's text of the interrupted reply
     transcript: str  # what Whisper hears in the part of output.wav that played
+    greedy_error: int  # words wrong at the cut by the pipeline's own greedy Whisper pass, for comparison
 
 
-def heard_of(kept: str, transcript: str) -> Heard:
-    return Heard(boundary_word_error(kept, transcript), word_edits(kept, transcript), kept, transcript)
+@dataclass(frozen=True)
+class Hearing:
+    """Who listens to the played part: `judge` (Whisper with a 5-wide beam) decides; the pipeline's greedy pass is
+    kept beside it, since its slips on a word cut short by the stop ("there was" dropped) counted as Parley's."""
+
+    judge: Transcriber
+    greedy: Transcriber
 
 
-async def heard_word_errors(run: Run, transcriber: Transcriber) -> list[Heard]:
+async def hear(hearing: Hearing, kept: str, played: Samples) -> Heard:
+    """The kept text against what the judge hears in the audio that played."""
+    transcript = (await hearing.judge.transcribe(played, CancelSignal())).text
+    greedy = (await hearing.greedy.transcribe(played, CancelSignal())).text
+    error = boundary_word_error(kept, transcript)
+    return Heard(error, word_edits(kept, transcript), kept, transcript, boundary_word_error(kept, greedy))
+
+
+async def heard_word_errors(run: Run, hearing: Hearing) -> list[Heard]:
     """Per interruption: the kept text against what Whisper hears in the played part of the audio."""
     output, found = run.output(), []
     for cut in interruptions(run):
         audio = output[round(cut.first_audio_s * RATE) : round(cut.silent_s * RATE)]
-        heard = await transcriber.transcribe(audio, CancelSignal())
-        found.append(heard_of(cut.heard, heard.text))
+        found.append(await hear(hearing, cut.heard, audio))
     return found
 
 

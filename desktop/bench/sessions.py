@@ -14,6 +14,7 @@ from adapters.contract.workers import run_blocking
 from adapters.tts.piper_voice import PiperSynthesizer
 from audio.wav import load_wav
 from desktop.assets import fixture
+from desktop.bench.scenarios import Hearing
 from desktop.config import Config
 from desktop.pipeline.run import open_fixture_session
 from desktop.pipeline.scenario_play import Stage, poll
@@ -33,6 +34,7 @@ class Models:
     config: Config
     transcriber: WhisperTranscriber
     synthesizer: PiperSynthesizer
+    hearing: Hearing  # the bench's ears for what a cut reply let the user hear
 
 
 async def idle_cpu(models: Models, out: Path, seconds: float, *, loudspeaker: bool = True) -> list[float]:
