@@ -22,7 +22,9 @@ log = logging.getLogger(__name__)
 
 CHUNK = RATE // 100  # 10 ms
 WINDOW = 2 * CHUNK  # spectra over 20 ms, every 10 ms
-EDGES_HZ = (100, 300, 600, 1200, 2400, 4000, 8001)
+# 800 Hz bands above 2.4 kHz: in one 4-8 kHz band Parley's own "s" echoed as loud as the user's "S" said under it,
+# which went unheard until the vowel (issue 12, stop_ms 130-170); narrower bands tell the two hisses apart
+EDGES_HZ = (100, 300, 600, 1200, 2400, 3200, 4000, 4800, 5600, 6400, 7200, 8001)
 MAX_DELAY_S = 1.0  # the longest acoustic path + device latencies looked for
 DELAY_EVERY = 50  # chunks of playback between delay estimates
 DELAY_FIRST = 25  # the first estimate, a quarter second into the first reply
