@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from audio.events import CaptureFailed
-from audio.playout import CoreSink
-from audio.ports import RATE, AudioSink, AudioSource, Clock, Frame
+from audio.playout import REST_AFTER_S, CoreSink
+from audio.ports import RATE, AudioSink, AudioSource, Clock, Frame, SegmentId
 from audio.wav import load_wav, save_wav
 
 
@@ -112,6 +112,9 @@ class RecordingSink(CoreSink):
         self._blocks: list[np.ndarray] = []
         self._task: asyncio.Task[None] | None = None
         self._t0 = 0.0
+        self._k = 0  # the next block to render
+        self._rest_after = max(1, round(REST_AFTER_S / block_s))
+        self._wake = asyncio.Event()  # a segment was queued
 
     @property
     def recording_start(self) -> float:
@@ -147,20 +150,52 @@ class RecordingSink(CoreSink):
             else:
                 self._blocks[-1], skew = last[: len(last) - skew], 0
 
+    def enqueue(self, turn: int, segment: SegmentId, samples: np.ndarray, rate: int | None = None) -> bool:
+        queued = super().enqueue(turn, segment, samples, rate)
+        self._wake.set()
+        return queued
+
+    def resume(self) -> None:
+        super().resume()
+        self._wake.set()
+
     async def _run(self) -> None:
-        k = 0
+        silent = 0
         while True:
-            missed = self._missed(k)
+            if silent >= self._rest_after and self._core.idle:
+                await self._rest()
+                silent = 0
+            missed = self._missed(self._k)
             if missed:  # woken late (a starved loop): the device played those blocks as silence
-                gap = np.zeros(missed * self._block, dtype=np.float32)
-                self._core.render_silence(gap, self._dac(k))
-                self._blocks.append(gap)
-                k += missed
+                self._silence(missed)
             block = np.zeros(self._block, dtype=np.float32)
-            self._core.render(block, self._dac(k))  # at least one block of audio per wake: a loop that is always
-            self._blocks.append(block)  # late still hears the reply, stretched by the gaps
-            k += 1
-            await self._clock.sleep(self._t0 + k * self.block_s - self._clock.now())
+            filled = self._core.render(block, self._dac(self._k))  # at least one block of audio per wake: a loop
+            self._blocks.append(block)  # that is always late still hears the reply, stretched by the gaps
+            self._k += 1
+            silent = 0 if filled or self._core.paused else silent + 1
+            await self._clock.sleep(self._t0 + self._k * self.block_s - self._clock.now())
+
+    async def _rest(self) -> None:
+        """Like the Player: nothing to play for REST_AFTER_S, so no block is rendered until a segment is queued
+        (a silent room costs no wake-up every 10 ms). The rest is silence in the recording, and the next block
+        is the first one due from now on, as on a running device."""
+        self._wake.clear()
+        if self._core.idle:
+            await self._wake.wait()
+        self._catch_up()
+        await self._clock.sleep(self._t0 + self._k * self.block_s - self._clock.now())
+
+    def _catch_up(self) -> None:
+        """Silence for every block due before now (the rest, or the time since the last block at close)."""
+        due = math.ceil((self._clock.now() - self._t0) / self.block_s)
+        if due > self._k:
+            self._silence(due - self._k)
+
+    def _silence(self, blocks: int) -> None:
+        gap = np.zeros(blocks * self._block, dtype=np.float32)
+        self._core.render_silence(gap, self._dac(self._k))
+        self._blocks.append(gap)
+        self._k += blocks
 
     def _dac(self, k: int) -> float:
         return self._t0 + k * self.block_s + self.latency_s - self._skew / self.rate
@@ -175,6 +210,7 @@ class RecordingSink(CoreSink):
         if task is not None:
             task.cancel()
             await asyncio.wait({task})
+            self._catch_up()  # the recording runs to the close, rested or not
         if self._path is not None:
             save_wav(self._path, self.recording(), self.rate)
 
@@ -245,8 +281,11 @@ class EchoMixer:
         margin = 4
         lead = int(np.floor(delay_start * RATE)) + margin
         window = self._tap.read(at - lead / RATE, n + 2 * margin + int(np.ceil((delay_end - delay_start) * RATE)))
-        positions = lead + np.arange(n) - np.linspace(delay_start, delay_end, n, endpoint=False) * RATE
-        echo = np.interp(positions, np.arange(len(window)), window) * self.gain
+        if not window.any():  # nothing played: no echo to compute (a silent room costs the simulation nothing)
+            echo = np.zeros(n)
+        else:
+            positions = lead + np.arange(n) - np.linspace(delay_start, delay_end, n, endpoint=False) * RATE
+            echo = np.interp(positions, np.arange(len(window)), window) * self.gain
         if self.nonlinearity > 0:
             k = self.nonlinearity
             echo = np.tanh(k * echo) / k

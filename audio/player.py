@@ -14,13 +14,12 @@ import numpy as np
 
 from audio.devices import resolve_device, sounddevice
 from audio.events import AudioUnavailable, PlaybackFailed
-from audio.playout import CoreSink
+from audio.playout import REST_AFTER_S, CoreSink
 from audio.ports import SegmentId, SystemClock, run_blocking
 from audio.stamps import StreamClock
 
 VOICE_RATE = 22050  # Piper en_US-joe-medium; used as the output rate when the device takes it
 BLOCK_S = 0.01  # 10 ms blocks: silence within one block, and ~20 ms of device buffer on PulseAudio
-REST_AFTER_S = 2.0  # of blocks with nothing to play: then the stream stops until a segment is queued
 
 
 class Player(CoreSink):

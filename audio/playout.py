@@ -16,6 +16,8 @@ from audio.events import PlaybackFailed
 from audio.ports import Clock, SegmentId, SegmentProgress
 from audio.tap import ReferenceTap
 
+REST_AFTER_S = 2.0  # of blocks with nothing to play: then a speaker stops until a segment is queued
+
 
 class _Segment:
     __slots__ = ("handed", "key", "marks", "order", "samples", "turn")

@@ -7,6 +7,7 @@ import pytest
 
 from audio.events import EchoProtectionLost
 from audio.fixtures import EchoMixer, FileSource, RecordingSink
+from audio.playout import REST_AFTER_S
 from audio.ports import RATE, Frame
 from engine.testing.clock import VirtualClock
 from tests.audio.conftest import ASSISTANT_WAV, USER_WAV
@@ -110,6 +111,40 @@ async def test_b_a_starved_recording_sink_underruns_but_still_plays_its_queue() 
     assert abs(len(recording) / rate - elapsed) <= 0.1, "silence fills what the starved loop missed"
     played = tone(0.5, rate)
     assert float(np.sum(recording**2)) == pytest.approx(float(np.sum(played**2)), rel=0.01), "every sample once"
+
+
+async def test_b_a_recording_sink_rests_like_the_player_and_stays_on_the_clock() -> None:
+    """Nothing to play for REST_AFTER_S: no block is rendered (a silent room woke the loop every 10 ms: issue 13's
+    idle CPU) until a segment is queued. The rest is silence in the recording, which stays on the clock, and the
+    segment plays from the next block due, `latency_s` later, as on a running device."""
+    clock = VirtualClock()
+    sink = await _sink_playing(clock, 0.3)
+    rate, rendered = sink.rate, [0]
+    render = sink._core.render
+
+    def counted(out: np.ndarray, dac_time: float) -> int:
+        rendered[0] += 1
+        return render(out, dac_time)
+
+    sink._core.render = counted  # type: ignore[method-assign]
+    async with clock.autojump():
+        await clock.sleep(0.3 + REST_AFTER_S + 0.1)
+        before = rendered[0]
+        await clock.sleep(5.0)
+        assert rendered[0] == before, "no block rendered while resting"
+        queued_at = clock.now()
+        sink.enqueue(1, "b", tone(0.2, rate))
+        await clock.sleep(1.0)
+        await sink.close()
+        closed_at = clock.now()
+    heard = sink.audible_at(1, "b", 0.0)
+    assert heard is not None
+    assert queued_at + sink.latency_s <= heard <= queued_at + sink.block_s + sink.latency_s + 1e-9
+    recording = sink.recording()
+    rendered_s = closed_at - (sink.recording_start - sink.latency_s)  # blocks are rendered latency_s ahead
+    assert abs(len(recording) / rate - rendered_s) <= 2 * sink.block_s, "the rest is silence in the recording"
+    second = np.nonzero(np.abs(recording[round(0.5 * rate) :]) > 0.05)[0][0] + round(0.5 * rate)
+    assert second == pytest.approx((heard - sink.recording_start) * rate, abs=2), "the recording is on the clock"
 
 
 async def _fixture_rig(clock: VirtualClock, *, echo_gain: float = 0.5) -> tuple[Rig, RecordingSink]:
