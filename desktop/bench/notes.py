@@ -34,9 +34,9 @@ def footnotes(m: Measured) -> list[str]:
         "asr_rtf: Whisper tiny.en (int8, 2 threads) on the 5 fixture utterances; tts_rtf: Piper per sentence; "
         "llm: SmolLM2 via llama.cpp, default system prompt + a question (its prefix cached after the first call).",
         "idle_cpu_pct: time.process_time of the whole process per 0.5 s while a fixture session listens in real "
-        "time to a silent mic with AEC on (20 ms frames through AEC + VAD, the sink rendering 10 ms blocks, the "
-        "loudspeaker rig simulating the echo path of the silence it plays); idle_cpu_pct_headset: the same session "
-        "without the loudspeaker rig and canceller. The VAD's energy gate keeps Silero off in a silent room.",
+        "time to a silent mic with AEC on (20 ms frames through AEC + VAD, the sink resting after 2 s with nothing "
+        "to play as the Player does, the loudspeaker rig simulating the echo path); idle_cpu_pct_headset: the same "
+        "session without the loudspeaker rig and canceller. The VAD's energy gate keeps Silero off in a silent room.",
         _soak_note(m.soak, m.plan_soak),
     ]
     if m.self_described:
