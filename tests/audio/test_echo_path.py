@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from audio.echo_path import CHUNK, EchoPath
+from audio.listen import ONSET_CHUNKS, ONSET_POWER
 from audio.ports import RATE
 from audio.wav import load_wav
 from desktop.assets import fixture
@@ -142,13 +143,13 @@ def test_sound_that_proved_no_voice_still_teaches_the_path_that_moved() -> None:
 
 def _onset_ms(path: EchoPath, mic: np.ndarray, ref: np.ndarray, start: int, onset: int) -> float | None:
     """Run from `start` (the user's voice begins at sample `onset`); ms from it to the listener's onset rule
-    (unexplained power over -45 dBFS two chunks running), None if never within 300 ms."""
+    (its ONSET_POWER of unexplained sound for ONSET_CHUNKS running), None if never within 300 ms."""
     loud = 0
     for i in range(start, onset + round(0.3 * RATE), CHUNK):
         talking = i + CHUNK > onset + round(0.06 * RATE)  # the VAD tells of the voice ~60 ms in
         heard = path.step(mic[i : i + CHUNK], ref[i : i + CHUNK], i / RATE, quiet=not talking)
-        loud = loud + 1 if heard.unexplained > 10 ** (-45 / 10) else 0
-        if loud == 2:
+        loud = loud + 1 if heard.unexplained > ONSET_POWER else 0
+        if loud == ONSET_CHUNKS:
             assert i + CHUNK > onset, "the echo alone is never taken for a voice"
             return (i + CHUNK - onset) * 1000 / RATE
     return None
