@@ -6,11 +6,13 @@ import asyncio
 import dataclasses
 import datetime as dt
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from pathlib import Path
 
+import anyio
 import llama_cpp
 import numpy as np
 import pytest
@@ -237,6 +239,29 @@ async def test_a_prefill_never_waits_for_a_generation_that_holds_the_model(
         await adapter.prefill(ask("Name three colours."), CancelSignal())
     assert adapter.llama.n_tokens == before, "it read nothing"
     _assert_worker_idle(adapter, worker)
+
+
+async def test_a_prompt_is_split_over_threads_only_while_no_other_model_works() -> None:
+    """Beside another model's thread, a split prompt batch waits at every barrier for the thread that shares a core
+    with it; on its own it reads twice as fast on two."""
+    adapter = LocalLlamaAdapter(n_ctx=1536, n_prompt_threads=2, worker=Worker("test-llama-threads"))
+    await adapter.load()
+    ctx = adapter.llama.ctx
+    await adapter.prefill(ask("Name three colours."), CancelSignal())
+    assert llama_cpp.llama_n_threads_batch(ctx) == 2, "alone: both threads"
+    other, release = Worker("test-other-model"), threading.Event()
+    async with anyio.create_task_group() as group:
+        group.start_soon(other.run, lambda _stop: release.wait(10.0))
+        for _ in range(20_000):  # bounded
+            if other.active:
+                break
+            await asyncio.sleep(0.001)
+        await adapter.prefill(ask("Name three animals."), CancelSignal())
+        assert llama_cpp.llama_n_threads_batch(ctx) == 1, "beside another model's work: one thread"
+        release.set()
+    assert llama_cpp.llama_n_threads(ctx) == 1, "a token is too little work to split"
+    await adapter.prefill(ask("Name three birds."), CancelSignal())
+    assert llama_cpp.llama_n_threads_batch(ctx) == 2
 
 
 async def test_cancel_while_prefilling_stops_between_prompt_chunks(adapter: LocalLlamaAdapter, worker: Worker) -> None:

@@ -39,7 +39,7 @@ from adapters.contract.llm import (
     LlmError,
     LlmFailure,
 )
-from adapters.contract.workers import StopFlag, Worker, run_blocking, run_job
+from adapters.contract.workers import StopFlag, Worker, run_blocking, run_job, running
 from adapters.llm.models import LLAMA_LOAD_LOCK, ModelError, find_in_distribution
 from adapters.llm.requantize import forget_copy, prompt_ready
 
@@ -63,6 +63,7 @@ class _Model:
     vocab: Any
     reuses_prefix: bool
     busy: threading.Lock
+    threads: _Threads
 
     def prompt_tokens(self, messages: list[dict[str, str]]) -> list[int]:
         """The conversation rendered with the model's own chat template, as tokens."""
@@ -79,6 +80,14 @@ class _Model:
     def is_end(self, token: int) -> bool:
         """End of turn (<|im_end|> for SmolLM2) or any other end-of-generation token."""
         return bool(llama_cpp.llama_vocab_is_eog(self.vocab, token))
+
+    def eval_prompt(self, tokens: list[int]) -> None:
+        """Blocking: evaluate prompt tokens, split over the prompt threads only while no other model works. Beside
+        another model's thread a split batch waits at every barrier for the thread that shares a core with it:
+        11 tokens took 29 ms on two threads alone, 54 on one, and 153 on two beside one busy core."""
+        alone = running() <= 1  # this step is the one job under way
+        llama_cpp.llama_set_n_threads(self.llama.ctx, self.threads.decode, self.threads.prompt if alone else 1)
+        self.llama.eval(tokens)
 
 
 @dataclass(frozen=True)
@@ -240,7 +249,7 @@ class _Generation:
             return False  # read already (a prefill ahead of this generation)
         with _as_failure():
             start = self._keep
-            self._model.llama.eval(self.prompt[start : start + PREFILL_CHUNK])
+            self._model.eval_prompt(self.prompt[start : start + PREFILL_CHUNK])
         self._keep = min(len(self.prompt), start + PREFILL_CHUNK)
         return self._keep < len(self.prompt)
 
@@ -320,7 +329,7 @@ def _prefill(model: _Model, prompt: list[int], stopping: Callable[[], bool]) -> 
     for start in range(keep, len(prompt), PREFILL_CHUNK):
         if stopping():
             return False
-        model.llama.eval(prompt[start : start + PREFILL_CHUNK])
+        model.eval_prompt(prompt[start : start + PREFILL_CHUNK])
     return True
 
 
@@ -407,6 +416,7 @@ def _load(path: Path, n_ctx: int, threads: _Threads) -> _Model:
             llama_cpp.llama_model_is_recurrent(llama.model) or llama_cpp.llama_model_is_hybrid(llama.model)
         ),
         busy=threading.Lock(),
+        threads=threads,
     )
 
 

@@ -32,7 +32,7 @@ INTERRUPTION = "stop_what_time.wav"
 QUIET_S = 3.0  # of silence after the last reply ended: anything Parley starts in it was started by itself
 RATE = 16000
 SLOW_STOP_MS = 120.0
-ANSWER_S = 150.0  # the embedded model may answer "what time is it" at length (up to max_tokens, ~60 s spoken)
+ANSWER_S = 150.0  # the embedded model may answer at length (up to max_tokens: about a minute and a half spoken)
 
 
 @dataclass
@@ -82,7 +82,7 @@ async def loudspeaker_runs(
 async def _reply_and_quiet(live: Any, ask: str) -> int:
     live.conversation.submit(UserInput(ask))
     turn = await _until(lambda: next(iter(live.metrics.first_audible), None))
-    await _until(lambda: live.metrics.ended.get(turn))
+    await _until(lambda: live.metrics.ended.get(turn), ANSWER_S)  # "What is two plus two?" once took 59 s to say
     await asyncio.sleep(QUIET_S)
     return int(turn)
 
