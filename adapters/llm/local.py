@@ -94,7 +94,8 @@ class _Model:
 class _Threads:
     """Threads for sampling and for reading the prompt. One token of a 135M model is too little work to split:
     on two cores shared with Piper and Whisper, two decode threads wait on each other at every barrier (here 28
-    tokens/s on two threads, 44 on one; with a core busy, 6 on two), while a prompt batch is worth splitting."""
+    tokens/s on two threads, 44 on one; with a core busy, 6 on two), while a prompt batch is worth splitting when
+    no other model works (`_Model.eval_prompt`)."""
 
     decode: int
     prompt: int
