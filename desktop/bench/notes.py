@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from adapters.asr.whisper import CPU_THREADS
 from desktop.bench.rows import Measured
 from desktop.bench.scenarios import Run, aborted_metric, metric, ttfas
 from desktop.bench.sessions import BARGE_IN_AFTER_S, SPOKEN_EVERY
@@ -31,7 +32,8 @@ def footnotes(m: Measured) -> list[str]:
         *_turns_note(m),
         "quiesce_http_ms: the barge_in scenario against the tests' fault-injecting OpenAI-compatible server, whose "
         "stream stalls after two sentences: the cancel has to close a live HTTP stream.",
-        "asr_rtf: Whisper tiny.en (int8, 2 threads) on the 5 fixture utterances; tts_rtf: Piper per sentence; "
+        f"asr_rtf: Whisper tiny.en (int8, {CPU_THREADS} CPU thread(s)) on the 5 fixture utterances; tts_rtf: Piper "
+        "per sentence; "
         "llm: SmolLM2 via llama.cpp, default system prompt + a question (its prefix cached after the first call).",
         "idle_cpu_pct: time.process_time of the whole process per 0.5 s while a fixture session listens in real "
         "time to a silent mic with AEC on (20 ms frames through AEC + VAD, the sink resting after 2 s with nothing "
