@@ -26,6 +26,7 @@ from adapters.llm.models import ModelError, ModelNotFound, find_in_distribution
 from desktop.config import Config, LlmConfig
 from desktop.pipeline.parts import llm_choice
 from engine.prompt import HistoryPrompt
+from tests.conformance.speech_harness import until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -253,10 +254,7 @@ async def test_a_prompt_is_split_over_threads_only_while_no_other_model_works() 
     async with anyio.create_task_group() as group:
         group.start_soon(other.run, lambda _stop: release.wait(10.0))
         try:
-            for _ in range(20_000):  # bounded
-                if other.active:
-                    break
-                await asyncio.sleep(0.001)
+            assert await until(lambda: other.active > 0), "the other model's job started"
             await adapter.prefill(ask("Name three animals."), CancelSignal())
             assert llama_cpp.llama_n_threads_batch(ctx) == 1, "beside another model's work: one thread"
         finally:

@@ -33,8 +33,8 @@ def footnotes(m: Measured) -> list[str]:
         "quiesce_http_ms: the barge_in scenario against the tests' fault-injecting OpenAI-compatible server, whose "
         "stream stalls after two sentences: the cancel has to close a live HTTP stream.",
         f"asr_rtf: Whisper tiny.en (int8, {CPU_THREADS} CPU thread(s)) on the 5 fixture utterances; tts_rtf: Piper "
-        "per sentence; "
-        "llm: SmolLM2 via llama.cpp, default system prompt + a question (its prefix cached after the first call).",
+        "per sentence; llm: SmolLM2 via llama.cpp, default system prompt + a question (its prefix cached after the "
+        "first call).",
         "idle_cpu_pct: time.process_time of the whole process per 0.5 s while a fixture session listens in real "
         "time to a silent mic with AEC on (20 ms frames through AEC + VAD, the sink resting after 2 s with nothing "
         "to play as the Player does, the loudspeaker rig simulating the echo path); idle_cpu_pct_headset: the same "
