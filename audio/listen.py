@@ -11,7 +11,7 @@ import numpy as np
 
 from audio.aec import EchoCanceller
 from audio.bargein import CANCELLER_GAIN_DB, BargeInDetector, EchoEvidence
-from audio.echo_path import CHUNK, ChunkEcho, EchoPath
+from audio.echo_path import CHUNK, VOICE_POWER, ChunkEcho, EchoPath
 from audio.events import (
     BargeIn,
     CaptureFailed,
@@ -44,7 +44,7 @@ IDLE_FRAMES = 3  # frames a paced source hands over per wake-up of the loop in a
 
 ECHO_LAGS_S = (-0.2, 1.0)  # how far the microphone may lag the played signal (acoustic path, DAC-time error)
 ECHO_WINDOW_S = 0.3  # the end of a speech run compared with the played signal
-ONSET_POWER = 10 ** (-45 / 10)  # unexplained sound this loud (mean square, -45 dBFS) is an onset...
+ONSET_POWER = VOICE_POWER  # unexplained sound this loud (mean square, -45 dBFS) is an onset...
 ONSET_CHUNKS = 2  # ...once it lasts this many 10 ms chunks
 ECHO_POWER = 1e-6  # explained echo below this (-60 dBFS) is none
 ECHO_RUN_UNEXPLAINED = 0.1  # a speech run with less of its power unexplained than this is the assistant's echo

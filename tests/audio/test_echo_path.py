@@ -93,12 +93,21 @@ def _clip(name: str) -> np.ndarray:
     return load_wav(fixture(name)).astype(np.float32)
 
 
-@pytest.mark.parametrize(("cut_s", "gap_s"), [(3.0, 0.35), (3.74, 0.35), (4.53, 0.5), (5.22, 0.5)])
-def test_a_reply_right_after_a_barge_in_keeps_the_delay(cut_s: float, gap_s: float) -> None:
+@pytest.mark.parametrize(
+    ("cut_s", "gap_s", "gain", "vad_lag_s"),
+    [(3.0, 0.35, 1.0, 0.06), (3.74, 0.35, 1.0, 0.06), (4.53, 0.5, 1.0, 0.06), (5.22, 0.5, 1.0, 0.06),
+     (3.0, 0.35, 0.3, 0.2), (3.0, 0.8, 0.3, 0.2)],
+)  # fmt: skip
+def test_a_reply_right_after_a_barge_in_keeps_the_delay(
+    cut_s: float, gap_s: float, gain: float, vad_lag_s: float
+) -> None:
     """The CI failure on da6120d: "Two." began 0.3-0.5 s after the user's "Stop. What is two plus two?", the
     delay was measured again at its first chunks against the microphone's last second, the user's question, and
     taken from the cut reply's last words at 0.9 s (correlation 0.53): Parley heard its own "Two." as the user.
-    The user's voice is left out of the estimate; an estimate may fall due at any chunk of the new reply."""
+    The user's voice is left out of the estimate; an estimate may fall due at any chunk of the new reply.
+    And on 2e47fa9's loopback at -10 dB: the VAD told of the user 200 ms in, past its lag, and the path is not
+    stepped while the room idles between the cut and the answer, so the user's first syllables, unmarked, were
+    most of what the estimate heard (2 -> 40 chunks at correlation 0.58). Sound the path cannot explain is no echo."""
     story = np.concatenate([_clip(name) for name in ("tell_a_story.wav", "whats_the_weather.wav", "tell_a_joke.wav")])
     user, two = _clip("what_is_two_plus_two.wav"), _clip("stop_what_time.wav")[: RATE // 2]
     cut, lead = round(cut_s * RATE), round(0.02 * RATE)  # the reply paused 20 ms into the user's voice
@@ -107,15 +116,17 @@ def test_a_reply_right_after_a_barge_in_keeps_the_delay(cut_s: float, gap_s: flo
     ref = np.zeros(two_at + len(two) + RATE // 2, np.float32)
     ref[:cut] = story[:cut]
     ref[two_at : two_at + len(two)] = two
-    mic = _echo(ref, 1.0, 0.05)  # 0 dB, 50 ms
-    mic[user_at : user_at + len(user)] += user
-    vad_hears = range(user_at + round(0.06 * RATE), user_at + len(user) + round(0.3 * RATE))  # onset lag, hangover
+    mic = _echo(ref, gain, 0.05)  # 50 ms
+    mic[user_at : user_at + len(user)] += 0.5 * user
+    vad_hears = range(user_at + round(vad_lag_s * RATE), user_at + len(user) + round(0.3 * RATE))  # lag, hangover
+    idle = range(cut + RATE // 2, two_at)  # the listener steps the path only around playback (`Listener._hear`)
     path = EchoPath()
     delays = set()
     for i in range(0, len(ref) - CHUNK + 1, CHUNK):
         if two_at <= i < two_at + round(0.3 * RATE):
             path.remeasure(i / RATE)  # an estimate due now (as every 50th chunk played, or an onset come to nothing)
-        path.step(mic[i : i + CHUNK], ref[i : i + CHUNK], i / RATE, quiet=i not in vad_hears)
+        if i not in idle:
+            path.step(mic[i : i + CHUNK], ref[i : i + CHUNK], i / RATE, quiet=i not in vad_hears)
         if i >= two_at:
             delays.add(path.delay_chunks)
     assert delays == {5}, "the delay the story taught holds through the new reply's first estimates"
