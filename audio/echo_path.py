@@ -40,6 +40,7 @@ ACTIVE_POWER = 1e-6  # a band of the played signal below this (-60 dB) teaches n
 LEARN_RATE = 0.05  # nepers per chunk (~0.2 dB): the gains follow the median of what they see
 VOICE_POWER = 10 ** (-45 / 10)  # unexplained sound this loud (mean square, -45 dBFS) may be a voice
 VAD_LAG_CHUNKS = 10  # the VAD tells of a voice up to 100 ms after its first sound: those chunks were a voice too
+VOICE_AFTER_CHUNKS = 30  # sound a known path cannot explain counts as a voice if the VAD tells of one this soon
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ class EchoPath:
         self._windows = np.zeros((2, WINDOW))  # the last 20 ms of microphone and played audio
         self._mic_hist: collections.deque[np.ndarray] = collections.deque(maxlen=100)
         self._voiced: collections.deque[bool] = collections.deque(maxlen=100)  # per _mic_hist chunk: somebody talked
+        self._strange: collections.deque[bool] = collections.deque(maxlen=100)  # and: a known path did not explain it
         self._chunk_at: collections.deque[float] = collections.deque(maxlen=100)  # and its audio time
         self._ref_hist: collections.deque[np.ndarray] = collections.deque(maxlen=100 + MAX_LAG_CHUNKS)
         self._held = np.zeros(bands)
@@ -105,7 +107,7 @@ class EchoPath:
         excess = mic_bands - MARGIN * echo - NOISE_MARGIN * self._noise
         unexplained = float(np.sum(np.maximum(excess, 0)))
         self._mic_hist.append(windows[0, CHUNK:].reshape(-1, DECIMATE).mean(axis=1))
-        self._mark(at, voiced=not quiet, unexplained=self.delay_chunks is not None and unexplained > VOICE_POWER)
+        self._mark(at, voiced=not quiet, strange=self.delay_chunks is not None and unexplained > VOICE_POWER)
         self._ref_hist.append(windows[1, CHUNK:].reshape(-1, DECIMATE).mean(axis=1))
         self._track_delay(ref_bands)
         power = float(np.sum(mic_bands))  # over the same 20 ms as the bands
@@ -116,31 +118,41 @@ class EchoPath:
         the path may have moved (an output underrun delays everything after it), so measure the delay again at
         once, on that sound too."""
         start = since - VAD_LAG_CHUNKS * CHUNK / RATE
-        self._voiced = collections.deque(
-            (voiced and at < start for at, voiced in zip(self._chunk_at, self._voiced, strict=True)),
-            maxlen=self._voiced.maxlen,
-        )
+        before = [at < start for at in self._chunk_at]
+        self._voiced = collections.deque(map(bool.__and__, self._voiced, before), maxlen=self._voiced.maxlen)
+        self._strange = collections.deque(map(bool.__and__, self._strange, before), maxlen=self._strange.maxlen)
         self._due = True
 
-    def _mark(self, at: float, *, voiced: bool, unexplained: bool) -> None:
+    def _mark(self, at: float, *, voiced: bool, strange: bool) -> None:
         """A voice is no echo: its chunks are left out of the delay estimate (issue 12: a reply begun right after a
         barge-in had its delay taken from the user's question against the cut reply's last words, 0.9 s off, and
-        Parley heard its own "Two." as the user). So is sound a known path cannot explain, which the VAD may tell
-        of only later than its lag allows for: on the loopback at -10 dB the user's unmarked first syllables drew
-        an estimate from 2 chunks to 40 (correlation 0.58), and Parley again took its own "Two." for the user.
-        If that sound proves no voice, `remeasure` hands it back."""
+        Parley heard its own "Two." as the user)."""
         if voiced and self._voiced and not self._voiced[-1]:
             for back in range(1, min(VAD_LAG_CHUNKS, len(self._voiced)) + 1):
                 self._voiced[-back] = True
-        self._voiced.append(voiced or unexplained)
+        self._voiced.append(voiced)
+        self._strange.append(strange)
         self._chunk_at.append(at)
+
+    def _left_out(self) -> np.ndarray:
+        """Per chunk of the history: a voice, or sound a known path could not explain with a voice told of soon
+        after (or too recent to know). The VAD may tell of a voice later than its lag allows for: on the loopback
+        at -10 dB the user's first syllables, unmarked, drew the delay from 2 chunks to 40 (correlation 0.58), and
+        Parley took its own "Two." for the user. Such sound with no voice after it goes back in: a path that
+        moved is unexplained too, and is measured again by it."""
+        voiced = np.array(self._voiced, bool)
+        told = np.concatenate([[0], np.cumsum(np.concatenate([voiced, np.ones(VOICE_AFTER_CHUNKS, bool)]))])
+        index = np.arange(len(voiced))
+        voice_soon = told[index + VOICE_AFTER_CHUNKS + 1] > told[index]
+        return np.asarray(voiced | (np.array(self._strange, bool) & voice_soon))
 
     def _measure(self) -> tuple[int, float] | None:
         """(delay in chunks, correlation) of the microphone history against what was played."""
         span = len(self._mic_hist)
-        if span - sum(self._voiced) < DELAY_FIRST:
+        left_out = self._left_out()
+        if span - int(np.sum(left_out)) < DELAY_FIRST:
             return None
-        heard = np.repeat(~np.array(self._voiced), CHUNK // DECIMATE).astype(float)
+        heard = np.repeat(~left_out, CHUNK // DECIMATE).astype(float)
         mic = np.concatenate(list(self._mic_hist)) * heard
         ref = np.concatenate(list(self._ref_hist)[-(span + MAX_LAG_CHUNKS) :])
         before = len(mic) + MAX_LAG_CHUNKS * CHUNK // DECIMATE - len(ref)
