@@ -94,6 +94,11 @@ def _clip(name: str) -> np.ndarray:
     return load_wav(fixture(name)).astype(np.float32)
 
 
+def _story() -> np.ndarray:
+    """A reply of real speech, 6 s: three fixture clips one after another."""
+    return np.concatenate([_clip(name) for name in ("tell_a_story.wav", "whats_the_weather.wav", "tell_a_joke.wav")])
+
+
 @dataclass(frozen=True)
 class _Room:
     """How the user's barge-in reaches the echo path."""
@@ -120,7 +125,7 @@ def test_a_reply_right_after_a_barge_in_keeps_the_delay(cut_s: float, gap_s: flo
     LATE_VAD, the CI failure on 2e47fa9's loopback at -10 dB: the VAD told of the user 200 ms in, past its lag,
     and the path is not stepped while nothing plays and no reply is armed, so the user's unmarked first
     syllables were much of what the estimate heard (2 -> 40 chunks at correlation 0.58)."""
-    story = np.concatenate([_clip(name) for name in ("tell_a_story.wav", "whats_the_weather.wav", "tell_a_joke.wav")])
+    story = _story()
     user, two = _clip("what_is_two_plus_two.wav"), _clip("stop_what_time.wav")[: RATE // 2]
     cut, lead = round(cut_s * RATE), round(0.02 * RATE)  # the reply paused 20 ms into the user's voice
     user_at = cut - lead
@@ -149,7 +154,7 @@ def test_a_path_that_moved_is_found_again_with_no_onset_to_resume() -> None:
     a voice soon after: with none (hands-free off, so no onset pauses and resumes to `remeasure`), the next
     estimates read it (0.46 s after the move here)."""
     path = EchoPath()
-    reply = np.concatenate([_clip(name) for name in ("tell_a_story.wav", "whats_the_weather.wav", "tell_a_joke.wav")])
+    reply = _story()
     moved = round(3.0 * RATE)
     mic = np.concatenate([_echo(reply, 0.5, 0.05)[:moved], _echo(reply, 0.5, 0.3)[moved:]])
     found_at = None
