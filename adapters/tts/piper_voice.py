@@ -25,6 +25,7 @@ from adapters.contract.cancel import CancelSignal
 from adapters.contract.speech_io import SpeechText, SynthSegment
 from adapters.contract.workers import StopFlag, Worker
 from adapters.llm.models import ModelError, ModelNotFound, find_in_distribution
+from adapters.tts.arena import WARM_TEXT, use_kept_arena
 from adapters.tts.chunker import MAX_CHARS
 from adapters.tts.render import TerminableSession, render
 from adapters.tts.segments import source_slices
@@ -102,6 +103,7 @@ def _session(model: Path) -> onnxruntime.InferenceSession:
         pass  # already patched on disk
     options = onnxruntime.SessionOptions()
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    use_kept_arena(options)
     return onnxruntime.InferenceSession(
         proto.SerializeToString(), sess_options=options, providers=["CPUExecutionProvider"]
     )
@@ -133,8 +135,9 @@ class PiperSynthesizer:
         return self._worker.active
 
     async def preload(self, signal: CancelSignal) -> None:
-        """Load the shared voice in the worker now, so the first reply does not pay for it."""
-        await self._worker.run(lambda _stop: shared_voice(self._model), signal)
+        """Load the shared voice in the worker and speak a first phrase with it, so the first reply pays for neither
+        (nor for faulting in the arena region its first words use)."""
+        await self._worker.run(functools.partial(self._render, 0, WARM_TEXT), signal)
 
     async def stream(self, text: SpeechText, signal: CancelSignal) -> AsyncGenerator[SynthSegment, None]:
         index = 0
