@@ -175,3 +175,21 @@ async def test_the_stream_never_blocks_the_event_loop() -> None:
     done.set()
     await task
     assert ticks_while_busy >= 2, "the loop kept turning while Piper's thread worked"
+
+
+async def test_a_voice_that_loads_but_cannot_speak_fails_its_preload_with_a_one_line_error(tmp_path: Path) -> None:
+    model = _with_config(tmp_path / "mute.onnx")
+    inputs = [
+        helper.make_tensor_value_info("input", TensorProto.INT64, [1, None]),
+        helper.make_tensor_value_info("input_lengths", TensorProto.INT64, [1]),
+        helper.make_tensor_value_info("scales", TensorProto.FLOAT, [3]),
+    ]
+    output = helper.make_tensor_value_info("output", TensorProto.FLOAT, None)
+    seven = helper.make_tensor("seven", TensorProto.INT64, [1], [7])  # three scales cannot be seven values
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["scales", "seven"], ["output"])], "mute", inputs, [output], [seven]
+    )
+    onnx.save(helper.make_model(graph), str(model))
+    with pytest.raises(ModelError, match=r"mute\.onnx: the Piper voice cannot speak") as caught:
+        await PiperSynthesizer(model).preload(CancelSignal())
+    assert "\n" not in str(caught.value)

@@ -3,10 +3,13 @@ high-water mark of the longest phrase spoken so far (about 1.2 MB a character he
 ~290 MB for the rest of the session).
 
 The voice's arena starts with one region sized for a first phrase, which is never shrunk, and every run ends by
-freeing the regions it grew past it (ONNX Runtime's arena shrinkage). Those are allocated with mmap (glibc maps
-anything above 32 MB), so freeing them gives the pages back to the system. Measured: three 236-character phrases
-left +61 MB resident against +199 MB, and the first phrase after a long one ran as fast as before (56 ms), since
+freeing the regions it grew past it (ONNX Runtime's arena shrinkage). Those regions are at least 32 MB, which glibc
+always maps with mmap, so freeing them gives the pages back to the system. Measured: three 230-character phrases
+left +42 MB resident against +199 MB, and the first phrase after a long one ran as fast as before (56 ms), since
 its memory is never handed back.
+
+The first region is sized by the arena's first request (96 MB, or more if that request is larger): the
+synthesizer's preload speaks a first phrase so that this request is a first phrase's.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import onnxruntime
 FIRST_WORDS_BYTES = 96 << 20
 # A first phrase as long as the chunker makes them (a clause of up to 7 words): speaking it at load touches the region
 WARM_TEXT = "There was a lighthouse keeper named Barnaby,"
+GROWTH_BYTES = 32 << 20  # glibc's largest mmap threshold: a region this big is mapped, and unmapped when freed
 LONG_CHARS = 60  # a phrase past this leaves ~50 MB of freed heap behind it (glibc keeps it unless trimmed)
 SHRINK = ("memory.enable_memory_arena_shrinkage", "cpu:0")  # a run's config: free the arena's idle regions after it
 
@@ -28,14 +32,18 @@ _lock = threading.Lock()
 
 def use_kept_arena(options: onnxruntime.SessionOptions) -> None:
     """Run a session on the process's shared CPU arena (created once, its first region kept through shrinks), with
-    the weights outside it so the whole first region is left for the phrases."""
+    the weights outside it (ONNX Runtime still places its pre-packed copies of some in the arena)."""
     global _registered
     with _lock:
         if not _registered:
             memory = onnxruntime.OrtMemoryInfo(
                 "Cpu", onnxruntime.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, onnxruntime.OrtMemType.DEFAULT
             )
-            config = {"arena_extend_strategy": 0, "initial_chunk_size_bytes": FIRST_WORDS_BYTES}  # 0: powers of 2
+            config = {
+                "arena_extend_strategy": 0,  # powers of 2
+                "initial_chunk_size_bytes": FIRST_WORDS_BYTES,
+                "initial_growth_chunk_size_bytes": GROWTH_BYTES,  # after a shrink growth restarts here, not at 2 MB
+            }
             onnxruntime.create_and_register_allocator(memory, onnxruntime.OrtArenaCfg(config))
             _registered = True
     options.add_session_config_entry("session.use_env_allocators", "1")

@@ -80,8 +80,7 @@ def _load(model: Path) -> PiperVoice:
         config = json.loads(model.with_name(model.name + ".json").read_text(encoding="utf-8"))
         voice = PiperVoice(session=_session(model), config=PiperConfig.from_dict(config))
     except _LOAD_ERRORS as error:
-        reason = str(error).splitlines()[0][:120] if str(error) else type(error).__name__
-        raise ModelError(f"{model}: cannot load the Piper voice ({reason}); reinstall or replace it") from None
+        raise ModelError(f"{model}: cannot load the Piper voice ({_reason(error)}); reinstall or replace it") from None
     inputs = {node.name for node in voice.session.get_inputs()}
     if not PIPER_INPUTS <= inputs:
         raise ModelError(
@@ -89,6 +88,10 @@ def _load(model: Path) -> PiperVoice:
         )
     voice.session = TerminableSession(voice.session)
     return voice
+
+
+def _reason(error: Exception) -> str:
+    return str(error).splitlines()[0][:120] if str(error) else type(error).__name__
 
 
 def _session(model: Path) -> onnxruntime.InferenceSession:
@@ -136,8 +139,8 @@ class PiperSynthesizer:
 
     async def preload(self, signal: CancelSignal) -> None:
         """Load the shared voice in the worker and speak a first phrase with it, so the first reply pays for neither
-        (nor for faulting in the arena region its first words use)."""
-        await self._worker.run(functools.partial(self._render, 0, WARM_TEXT), signal)
+        (nor for faulting in the arena region its first words use); a voice that cannot speak is a `ModelError`."""
+        await self._worker.run(self._warm_up, signal)
 
     async def stream(self, text: SpeechText, signal: CancelSignal) -> AsyncGenerator[SynthSegment, None]:
         index = 0
@@ -150,6 +153,16 @@ class PiperSynthesizer:
             if len(segment.audio):
                 yield segment
                 index += 1
+
+    def _warm_up(self, stop: StopFlag) -> None:
+        try:
+            self._render(0, WARM_TEXT, stop)
+        except ModelError:
+            raise
+        except _LOAD_ERRORS as error:  # espeak's and ONNX Runtime's own, untyped
+            raise ModelError(
+                f"{self._model}: the Piper voice cannot speak ({_reason(error)}); reinstall or replace it"
+            ) from None
 
     def _render(self, index: int, source: str, stop: StopFlag) -> SynthSegment | None:
         voice = shared_voice(self._model)

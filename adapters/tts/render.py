@@ -73,12 +73,12 @@ def render(voice: PiperVoice, index: int, source: str, stop: StopFlag) -> SynthS
         if stop.is_set():
             return None  # terminated mid-inference
         raise
-    if len(spoken) > LONG_CHARS:
-        give_back_free_heap()  # what its Python side and buffers freed; a first phrase skips the 0.3 ms
     audio = np.concatenate(audio_parts) if audio_parts else np.zeros(0, dtype=np.int16)
     spans, estimated = _spans(tokens, alignments if aligned else None, len(audio))
     rate = voice.config.sample_rate
     words = _timings(speakable, tokens, spans, rate)
+    if len(spoken) > LONG_CHARS:
+        give_back_free_heap()  # what its Python side and buffers freed; a first phrase skips the 0.3 ms
     return SynthSegment(index, source, audio.astype(np.int16, copy=False), rate, words, estimated)
 
 
