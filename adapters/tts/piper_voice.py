@@ -157,9 +157,7 @@ class PiperSynthesizer:
     def _warm_up(self, stop: StopFlag) -> None:
         try:
             self._render(0, WARM_TEXT, stop)
-        except ModelError:
-            raise
-        except _LOAD_ERRORS as error:  # espeak's and ONNX Runtime's own, untyped
+        except _LOAD_ERRORS as error:  # espeak's and ONNX Runtime's own; a ModelError from loading passes through
             raise ModelError(
                 f"{self._model}: the Piper voice cannot speak ({_reason(error)}); reinstall or replace it"
             ) from None
