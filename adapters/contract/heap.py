@@ -3,7 +3,8 @@
 glibc keeps freed memory for reuse; after a 181-character Piper phrase ~50 MB of it stayed resident. malloc_trim
 itself took 0.3 ms here, but the pages it returns are faulted in again by whatever allocates next: after every
 Whisper pass it made the next pass 13-16 ms slower, so it is called only where the memory is large and the next
-use far off (a long phrase plays for seconds).
+use far off: after a long phrase (it plays for seconds), and once an utterance is over (each of its passes left
+~24 MB; the next pass comes when the user speaks again, desktop/pipeline/ears.py).
 """
 
 from __future__ import annotations
