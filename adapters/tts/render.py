@@ -17,7 +17,7 @@ from adapters.contract.heap import give_back_free_heap
 from adapters.contract.speech_io import SynthSegment, WordTiming
 from adapters.contract.workers import StopFlag
 from adapters.tts.alignment import MIN_MATCH_RATIO, Span, Token, align, phones_of, proportional
-from adapters.tts.arena import LONG_CHARS, SHRINK
+from adapters.tts.arena import LONG_CHARS, SHRINK, release_grown_regions
 from adapters.tts.speakable import Speakable, to_speakable
 
 # Piper reads "[[ ... ]]" as raw phonemes; model output must never be able to do that.
@@ -52,7 +52,15 @@ class TerminableSession:
 
 
 def render(voice: PiperVoice, index: int, source: str, stop: StopFlag) -> SynthSegment | None:
-    """Synthesize `source` (markup is not read aloud); None when `stop` was set before it finished."""
+    """Synthesize `source` (markup is not read aloud); None when `stop` was set before it finished. Then, its
+    outputs freed, the arena's grown regions go back (adapters/tts/arena.py)."""
+    try:
+        return _synthesize(voice, index, source, stop)
+    finally:
+        release_grown_regions()
+
+
+def _synthesize(voice: PiperVoice, index: int, source: str, stop: StopFlag) -> SynthSegment | None:
     speakable = to_speakable(source)
     spoken = speakable.spoken.translate(_NO_RAW_PHONEMES)
     tokens = [Token(s, e, _phonemes(voice, spoken[s:e])) for s, e in speakable.words()]
