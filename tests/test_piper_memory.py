@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from adapters.contract.workers import StopFlag
 from adapters.tts.arena import WARM_TEXT
 from adapters.tts.piper_voice import _load, default_voice_path
 from adapters.tts.render import render
+from tests.resident import resident_mb
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -21,11 +20,6 @@ LONG = (
 )
 FIRST_PHRASE = "Once upon a time,"
 MID = "in a small coastal town there lived an old lighthouse keeper"  # 60 characters
-
-
-def resident_mb(field: str = "VmRSS") -> float:
-    status = Path("/proc/self/status").read_text().splitlines()
-    return next(int(line.split()[1]) for line in status if line.startswith(f"{field}:")) / 1024
 
 
 def test_a_long_phrase_gives_back_what_it_took_past_a_first_phrase() -> None:

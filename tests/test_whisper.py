@@ -13,16 +13,15 @@ import soundfile
 from adapters.asr.incremental import IncrementalTranscriber
 from adapters.asr.whisper import WhisperTranscriber, default_model_dir, token_budget
 from adapters.contract.cancel import CancelSignal
-from adapters.contract.heap import give_back_free_heap
 from adapters.contract.pcm import resample
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, SynthSegment
-from adapters.contract.workers import run_blocking
 from adapters.llm.models import ModelError, ModelNotFound
 from adapters.tts.piper_voice import PiperSynthesizer
 from audio.wav import load_wav
 from desktop.bench.signals import boundary_word_error, normalise, word_edits
+from desktop.pipeline.ears import give_back_heap
 from engine.testing import VirtualClock
-from tests.test_piper_memory import resident_mb
+from tests.resident import resident_mb
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -184,16 +183,17 @@ def test_a_short_clip_cannot_write_a_long_loop() -> None:
 
 
 async def test_the_heap_a_pass_freed_goes_back_to_the_system_when_given_back() -> None:
-    """What the ears do once an utterance ends (tests/pipeline/test_utterance_memory.py checks when): a pass frees
-    ~23 MB that glibc would keep for the next one."""
+    """The premise of the ears' trim once an utterance ends (tests/pipeline/test_utterance_memory.py checks when):
+    a pass leaves ~24 MB that glibc keeps for the next one. A guard, not a proof: the trim existed before the ears
+    called it, so this held then too."""
     transcriber = WhisperTranscriber()
     segment = await synthesize(SENTENCES[0])
     audio = to_16k(segment.audio, segment.sample_rate)
     for _ in range(2):  # the model's own first-use memory stays
         await transcriber.transcribe(audio, CancelSignal())
-    await run_blocking(give_back_free_heap)
+    await give_back_heap()
     before = resident_mb("RssAnon")
     for _ in range(3):
         await transcriber.transcribe(audio, CancelSignal())  # each left ~24 MB resident here
-        await run_blocking(give_back_free_heap)
+        await give_back_heap()
         assert resident_mb("RssAnon") - before < 5

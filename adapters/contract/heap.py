@@ -3,8 +3,9 @@
 glibc keeps freed memory for reuse; after a 181-character Piper phrase ~50 MB of it stayed resident. malloc_trim
 itself took 0.3 ms here, but the pages it returns are faulted in again by whatever allocates next: after every
 Whisper pass it made the next pass 13-16 ms slower, so it is called only where the memory is large and the next
-use far off: after a long phrase (it plays for seconds), and once an utterance is over (each of its passes left
-~24 MB; the next pass comes when the user speaks again, desktop/pipeline/ears.py).
+use far off: after a long phrase (it plays for seconds), and once an utterance is over (a pass leaves ~24 MB free,
+which the next pass reuses; that next pass comes when the user speaks again, desktop/pipeline/ears.py). The fault
+cost moves to the next utterance's first pass, which usually runs while the user is still speaking.
 """
 
 from __future__ import annotations

@@ -53,11 +53,11 @@ class TerminableSession:
 
 def render(voice: PiperVoice, index: int, source: str, stop: StopFlag) -> SynthSegment | None:
     """Synthesize `source` (markup is not read aloud); None when `stop` was set before it finished. Then, its
-    outputs freed, the arena's grown regions go back (adapters/tts/arena.py)."""
-    try:
-        return _synthesize(voice, index, source, stop)
-    finally:
-        release_grown_regions()
+    outputs freed, the arena's grown regions go back (adapters/tts/arena.py); not after a failure, which it would
+    mask."""
+    segment = _synthesize(voice, index, source, stop)
+    release_grown_regions()
+    return segment
 
 
 def _synthesize(voice: PiperVoice, index: int, source: str, stop: StopFlag) -> SynthSegment | None:

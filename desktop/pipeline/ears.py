@@ -77,6 +77,7 @@ class Ears:
         self._played_words = played_words
         self._preroll: collections.deque[Frame] = collections.deque()
         self._current: Utterance | None = None
+        self._finishing = 0  # utterances whose final transcript is being made
         self.failure: CaptureFailed | None = None
         self.barge_ins: list[BargeIn] = []
         self.stop_ms: dict[int, float] = {}
@@ -180,14 +181,16 @@ class Ears:
         """The utterance's final transcript (the speculative pass when the policy decided) goes to the conversation."""
         self._conversation.set_input_state(State.TRANSCRIBING)
         started = self._clock.now()
+        self._finishing += 1
         try:
             transcript = await utterance.transcript.finish(utterance.signal)
         finally:
+            self._finishing -= 1
             utterance.done = True
             self._conversation.set_input_state(State.IDLE)
         utterance.ended = transcript
         self._hand_over(utterance, transcript, end_at, self._metrics(utterance, ended, started))
-        if self._current is None:  # no one speaks: no pass will want the pages soon
+        if self._current is None and not self._finishing:  # no pass runs, and none will until the user speaks
             await give_back_heap()
 
     def _hand_over(
@@ -308,10 +311,10 @@ async def open_ears(
             yield ears
         finally:
             ears.close()
-    await give_back_heap()  # what the dropped utterance's passes freed
+    await give_back_heap()  # the passes of an utterance the ears dropped, if any, have ended too
 
 
 async def give_back_heap() -> None:
-    """Each Whisper pass frees ~23 MB that glibc keeps for the next; once an utterance is over, hand it back. Not
+    """Each Whisper pass frees ~24 MB that glibc keeps for the next; once an utterance is over, hand it back. Not
     after every pass: the next pass faults the pages in again, 13-16 ms (adapters/contract/heap.py)."""
     await run_blocking(give_back_free_heap)
