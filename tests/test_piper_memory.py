@@ -13,7 +13,7 @@ from adapters.contract.workers import StopFlag
 from adapters.tts.arena import WARM_TEXT
 from adapters.tts.piper_voice import _load, default_voice_path
 from adapters.tts.render import render
-from tests.resident import resident_mb
+from desktop.bench.soak import resident_mb
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -19,9 +19,9 @@ from adapters.llm.models import ModelError, ModelNotFound
 from adapters.tts.piper_voice import PiperSynthesizer
 from audio.wav import load_wav
 from desktop.bench.signals import boundary_word_error, normalise, word_edits
+from desktop.bench.soak import resident_mb
 from desktop.pipeline.ears import give_back_heap
 from engine.testing import VirtualClock
-from tests.resident import resident_mb
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

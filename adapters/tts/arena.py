@@ -4,10 +4,9 @@ high-water mark of the longest phrase spoken so far (about 1.2 MB a character he
 
 The voice's arena starts with one region sized for a first phrase, which is never shrunk; the regions grown past
 it are freed once nothing in them is used (ONNX Runtime's arena shrinkage, at the end of every run and once more
-after each phrase, below). Those regions are at least 32 MB, which glibc
-always maps with mmap, so freeing them gives the pages back to the system. Measured: three 230-character phrases
-left +42 MB resident against +199 MB, and the first phrase after a long one ran as fast as before (56 ms), since
-its memory is never handed back.
+after each phrase, below). Those regions are at least 32 MB, which glibc always maps with mmap, so freeing them
+gives the pages back to the system. Measured: three 230-character phrases left +42 MB resident against +199 MB, and
+the first phrase after a long one ran as fast as before (56 ms), since its memory is never handed back.
 
 The first region is sized by the arena's first request (96 MB, or more if that request is larger): the
 synthesizer's preload speaks a first phrase so that this request is a first phrase's.

@@ -54,10 +54,14 @@ def counts() -> Counts:
             links.append(os.readlink(PROC / "fd" / fd))
         except OSError:
             continue  # the descriptor listdir itself used, closed meanwhile
-    status = (PROC / "status").read_text().splitlines()
-    rss_kb = next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
     threads = len(os.listdir(PROC / "task"))
-    return Counts(threads, len(links), sum(link.startswith("socket:") for link in links), round(rss_kb / 1024, 1))
+    return Counts(threads, len(links), sum(link.startswith("socket:") for link in links), round(resident_mb(), 1))
+
+
+def resident_mb(field: str = "VmRSS") -> float:
+    """`VmRSS`, or `RssAnon` (the heap and anonymous maps only: no model file pages that come and go)."""
+    status = (PROC / "status").read_text().splitlines()
+    return next(int(line.split()[1]) for line in status if line.startswith(f"{field}:")) / 1024
 
 
 def settled_counts() -> Counts:
