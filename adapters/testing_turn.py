@@ -56,16 +56,3 @@ class FakeEndOfTurnModel(_Scripted[Samples]):
 
 def _constant(probability: float) -> Callable[[object], float]:
     return lambda _value: probability
-
-
-class FakeWordsEndModel(_Scripted[str]):
-    """The words model's fake: `answer(text)` (or a fixed probability) after `step_s` of thread time, unless stopped."""
-
-    def __init__(self, answer: Callable[[str], float] | float = 0.0, *, step_s: float = 0.005) -> None:
-        super().__init__(answer if callable(answer) else _constant(float(answer)), step_s)
-        self.calls: list[str] = []
-
-    async def predict_words(self, text: str, signal: CancelSignal) -> float:
-        if not signal.cancelled:
-            self.calls.append(text)
-        return await self._answered(text, signal)

@@ -45,26 +45,3 @@ def looks_unfinished(text: str, *, punctuated: bool = False) -> bool:
     if not words:
         return False
     return words[-1] in UNFINISHED_WORDS or all(word in OPENERS for word in words)
-
-
-def is_question(text: str) -> bool:
-    """The transcript ends with a question mark."""
-    return text.strip().rstrip(_CLOSING).endswith("?")
-
-
-SURE_LAST_WORD = 0.6  # Whisper's probability for its last word: below it the word may be made up ("about [it].")
-WORDS_REACH_S = 0.15  # the last word ends at most this long before the speech does: no word was left out
-
-
-def ending_is_readable(last_word_end: float, last_word_probability: float, speech_end: float) -> bool:
-    """Can a turn's end be read from its words? Not when Whisper is unsure of the last word (it completes a fragment:
-    "Tell me about" becomes "Tell me about it.") or the last word ends well before the speech did (it dropped one:
-    "... in the kitchen and" becomes "... in the kitchen."). Times in seconds on one clock."""
-    return last_word_probability >= SURE_LAST_WORD and last_word_end >= speech_end - WORDS_REACH_S
-
-
-def statement_to_read(text: str, last_word_end: float, last_word_probability: float, speech_end: float) -> bool:
-    """Is this the transcript at a pause that the words model should read? A finished-looking statement (a question
-    is decided without it, unfinished words hold the turn anyway) whose ending can be read."""
-    finished = bool(text.strip()) and not looks_unfinished(text, punctuated=True) and not is_question(text)
-    return finished and ending_is_readable(last_word_end, last_word_probability, speech_end)

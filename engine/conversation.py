@@ -9,7 +9,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.contract import CancelCause, Disposed, LlmAdapter, LlmFailure
+import anyio
+
+from adapters.contract import CancelCause, Disposed, LlmAdapter, LlmFailure, User
 from adapters.contract.llm import FailureCode
 from adapters.contract.tasks import open_tasks
 from engine.clock import Clock, MonotonicClock
@@ -22,6 +24,7 @@ from engine.events import (
     TurnEnded,
     TurnGate,
     TurnStarted,
+    TurnWithdrawn,
 )
 from engine.finalize import finalize_turn
 from engine.inbox import Inbox, UserInput
@@ -35,6 +38,7 @@ from engine.tools import ToolRegistry, ToolRunner
 from engine.turn import Answered, Turn
 
 VERSION = "0.1.0"
+HEARD_POLL_S = 0.05  # how often a provisional turn's reply is checked for its first heard sample
 log = logging.getLogger(__name__)
 TOO_MANY_STEPS = FailureCode.TOO_MANY_STEPS
 INTERNAL = FailureCode.INTERNAL
@@ -74,6 +78,8 @@ class Conversation:
         self.backoff: BackoffInfo | None = None
         self._cancelled_at: dict[int, float] = {}
         self._record: TurnRecord | None = None
+        self._provisional: tuple[Turn, UserInput] | None = None  # a live turn the person may still go on from
+        self._provisional_began = anyio.Event()
         self.speculator = Speculator(
             SpeculationParts(
                 parts.llm, parts.journal, parts.prompt, parts.tools, parts.clock, parts.speculative_requests
@@ -107,6 +113,45 @@ class Conversation:
         if self._live is not None or len(self.inbox):
             return None
         return self.speculator.start(text, ahead=ahead)
+
+    def withdrawable(self, item: UserInput) -> bool:
+        """Could `withdraw(item)` still take it back (queued, or its turn live, provisional and unheard)?"""
+        if any(queued is item for queued in self.inbox):
+            return True
+        provisional = self._provisional
+        if provisional is None or provisional[1] is not item or self.parts.journal.held != provisional[0].id:
+            return False
+        return not provisional[0].withdrawn and not self._heard(provisional[0].id)
+
+    def withdraw(self, item: UserInput) -> bool:
+        """The person went on after `item` (a provisional input): take it back if none of its reply was heard.
+        Queued, it leaves the inbox; live, its turn is cancelled and leaves no trace in the journal (see
+        `_withdrawn`). False once any of the reply was heard, or the turn was committed (a tool ran, a retry
+        was shown): then the person is interrupting it, and that is a barge-in."""
+        if self.inbox.remove(item):
+            return True
+        if not self.withdrawable(item):
+            return False
+        assert self._provisional is not None
+        turn = self._provisional[0]
+        turn.withdrawn = True
+        if turn.cancel(User()):
+            self.parts.speech.silence(turn.id)
+        return True
+
+    async def watch_provisional(self) -> None:
+        """Commit each provisional turn to the journal once any of its reply is heard (or it ends)."""
+        while True:
+            await self._provisional_began.wait()
+            self._provisional_began = anyio.Event()
+            while (provisional := self._provisional) is not None and self.parts.journal.held == provisional[0].id:
+                if self._heard(provisional[0].id) and not provisional[0].withdrawn:
+                    self.parts.journal.commit()
+                    break
+                await self.parts.clock.sleep(HEARD_POLL_S)
+
+    def _heard(self, turn: int) -> bool:
+        return any(segment.played_ms > 0 for segment in self.parts.speech.report(turn))
 
     def add_metrics(self, turn: int, **values: float) -> None:
         """Measurements made outside the engine (audio timing) for the live turn's `metrics/turn`."""
@@ -149,15 +194,20 @@ class Conversation:
         self._live, self.gate.live = turn, turn.id
         record = self._record = TurnRecord(metrics=dict(item.metrics))
         outcome, failure = "aborted", None
+        if item.provisional:
+            self.parts.journal.hold(turn.id)
+            self._provisional = (turn, item)
+            self._provisional_began.set()
         try:
             self.parts.journal.append("turn/start", turn=turn.id, source=item.source)
             self.parts.journal.append("user/message", turn=turn.id, text=item.text)
-            self.gate.publish(TurnStarted(turn.id, item.source, item.text))
+            self.gate.publish(TurnStarted(turn.id, item.source, item.text, item.ended_at))
             self._set_state(State.THINKING, None)
             answered = await turn.run(lambda: self._answer(turn, record, item.text))
             outcome, failure = _outcome(turn, answered)
         finally:  # always closed, also when cancelled from outside (a shutdown) or when the journal fails
             self._quiesced(turn, record)
+            self._provisional = None
             try:
                 self._close(turn, record, outcome, failure)
             finally:
@@ -178,6 +228,7 @@ class Conversation:
 
     async def _dispatch(self, turn: Turn, step: int, result: StepResult) -> None:
         journal = self.parts.journal
+        journal.commit()  # a tool may act on the world: the turn is no longer provisional
         for call in result.calls:
             journal.append(
                 "tool/call",
@@ -224,6 +275,10 @@ class Conversation:
             record.metrics["quiesce_ms"] = round((self.parts.clock.now() - cancelled_at) * 1000, 1)
 
     def _close(self, turn: Turn, record: TurnRecord, outcome: str, failure: LlmFailure | None) -> None:
+        if turn.withdrawn and self.parts.journal.held == turn.id:
+            self._withdrawn(turn)
+            return
+        self.parts.journal.commit()
         finalize_turn(
             self.parts.journal,
             self.parts.speech,
@@ -236,6 +291,19 @@ class Conversation:
         )
         self.runner.phase_codes.clear()
         self.gate.publish(TurnEnded(turn.id, outcome, failure, dict(record.metrics)))
+
+    def _withdrawn(self, turn: Turn) -> None:
+        """No trace in the conversation: its events are dropped and its number is the next turn's. A request a
+        provider was sent stays on the record (as a speculative one would), without the words."""
+        dropped = self.parts.journal.withdraw()
+        requests = [e for e in dropped if e["type"] == "llm/request"]
+        if requests:
+            last = requests[-1]
+            self.parts.journal.append("llm/withdrawn", requests=len(requests), provider=last["provider"],
+                                      model=last["model"])  # fmt: skip
+        self.parts.speech.release(turn.id)
+        self._next_id = turn.id
+        self.gate.publish(TurnWithdrawn(turn.id))
 
     def _set_state(self, state: State, backoff: BackoffInfo | None) -> None:
         self._state, self.backoff = state, backoff
@@ -263,8 +331,9 @@ def _next_turn_id(journal: Journal) -> int:
 async def open_conversation(parts: EngineParts) -> AsyncIterator[Conversation]:
     """Run a conversation for the duration of the block; leaving it disposes the live turn and waits."""
     conversation = Conversation(parts)
-    async with open_tasks() as tasks, conversation.speculator.running():
+    async with open_tasks(cancel_on_exit=True) as tasks, conversation.speculator.running():
         tasks.start(conversation.run, name="conversation")
+        tasks.start(conversation.watch_provisional, name="provisional-turns")
         try:
             yield conversation
         finally:

@@ -45,6 +45,7 @@ class TurnStarted:
     turn: int
     source: str
     text: str
+    ended_at: float | None = None  # when the person finished saying it (clock), for a voice input
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,13 @@ class ReplyHeard:
 
 
 @dataclass(frozen=True)
+class TurnWithdrawn:
+    """The person went on before any of the reply was heard: the turn is gone, its words go on in the next one."""
+
+    turn: int
+
+
+@dataclass(frozen=True)
 class TurnEnded:
     turn: int
     outcome: str
@@ -115,6 +123,7 @@ EngineEvent = (
     | ToolCalled
     | ToolFinished
     | ReplyHeard
+    | TurnWithdrawn
     | TurnEnded
 )
 Listener = Callable[[Any], None]

@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
 
 @dataclass(frozen=True)
 class UserInput:
-    """What the person said or typed; `metrics` carries measurements from before the turn (ASR time...)."""
+    """What the person said or typed; `metrics` carries measurements from before the turn (ASR time...).
+    `provisional`: the person may go on (a pause ended the turn, not a button); until any of the reply is heard
+    its turn can be withdrawn without a trace (`Conversation.withdraw`)."""
 
     text: str
     source: Literal["voice", "text"] = "text"
     metrics: Mapping[str, float] = field(default_factory=dict)
+    provisional: bool = False
+    ended_at: float | None = None  # clock time the person finished saying it (a voice input), for latencies
 
 
 class Inbox:
@@ -28,6 +32,14 @@ class Inbox:
         self._items.append(item)
         self._changed.set()
 
+    def remove(self, item: UserInput) -> bool:
+        """Take `item` (this very object) out of the queue; False if it is not waiting."""
+        for queued in self._items:
+            if queued is item:
+                self._items.remove(queued)
+                return True
+        return False
+
     def clear(self) -> int:
         dropped = len(self._items)
         self._items.clear()
@@ -39,6 +51,9 @@ class Inbox:
 
     def __len__(self) -> int:
         return len(self._items)
+
+    def __iter__(self) -> Iterator[UserInput]:
+        return iter(tuple(self._items))
 
     async def get(self) -> UserInput | None:
         """The next input, or None once closed."""

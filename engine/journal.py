@@ -85,6 +85,8 @@ class Journal:
         self.events: list[dict[str, Any]] = events
         self._file = open_private(path, "ab")
         self._seq = max((int(e.get("seq", 0)) for e in events), default=0)
+        self._held: int | None = None  # a provisional turn whose events wait in `_pending` (see `hold`)
+        self._pending: list[dict[str, Any]] = []
         self.recovered = Recovered(self.torn_line_dropped, self._close_open_turns())
 
     def _close_open_turns(self) -> tuple[int, ...]:
@@ -103,15 +105,46 @@ class Journal:
         return tuple(open_turns)
 
     def append(self, type_: str, **fields: Any) -> dict[str, Any]:
+        event: dict[str, Any] = {"time": round(self._wall(), 6), "type": type_, **fields}
+        if self._held is not None and fields.get("turn") == self._held:
+            self._pending.append(event)  # in `events` for the turn's own prompt, on disk only once committed
+            self.events.append(event)
+            return event
+        stored = self._write(event)
+        self.events.append(stored)
+        return stored
+
+    def hold(self, turn: int) -> None:
+        """Keep `turn`'s events off the disk until `commit` (or drop them with `withdraw`): a turn decided while
+        the user may still go on leaves no trace if they do, as a speculation leaves none."""
+        self.commit()
+        self._held = turn
+
+    def commit(self) -> None:
+        """Write the held turn's events, in order, and stop holding it."""
+        pending, self._pending, self._held = self._pending, [], None
+        for event in pending:
+            index = next(i for i, e in enumerate(self.events) if e is event)
+            self.events[index] = self._write(event)
+
+    def withdraw(self) -> list[dict[str, Any]]:
+        """Drop the held turn's events (they were never written); returns them."""
+        pending, self._pending, self._held = self._pending, [], None
+        self.events = [e for e in self.events if not any(e is p for p in pending)]
+        return pending
+
+    @property
+    def held(self) -> int | None:
+        return self._held
+
+    def _write(self, event: dict[str, Any]) -> dict[str, Any]:
         self._seq += 1
-        event: dict[str, Any] = {"seq": self._seq, "time": round(self._wall(), 6), "type": type_, **fields}
-        line = self._redact(json.dumps(event, ensure_ascii=False, separators=(",", ":")))
+        line = self._redact(json.dumps({"seq": self._seq, **event}, ensure_ascii=False, separators=(",", ":")))
         self._file.write(line.encode() + b"\n")
         self._file.flush()
-        if type_ in _SYNC_TYPES:
+        if event["type"] in _SYNC_TYPES:
             os.fsync(self._file.fileno())
         stored: dict[str, Any] = json.loads(line)
-        self.events.append(stored)
         return stored
 
     def sync(self) -> None:
@@ -126,6 +159,7 @@ class Journal:
 
     def close(self) -> None:
         if not self._file.closed:
+            self.commit()
             self.sync()
             self._file.close()
 

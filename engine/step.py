@@ -261,6 +261,7 @@ def _journal_attempt(ctx: StepContext, turn: Turn, step: int, attempt: int, fail
 
 async def _back_off(ctx: StepContext, turn: Turn, step: int, decision: Retry, failure: LlmFailure) -> None:
     """The journal entry is on disk before the sleep starts; the sleep ends at once on cancel."""
+    ctx.journal.commit()  # backing off is shown to the user: the turn is no longer provisional
     ctx.journal.append(
         "llm/retry",
         turn=turn.id,

@@ -31,6 +31,7 @@ class Turn:
         self.source: Source = source
         self.signal = CancelSignal()
         self.finished = anyio.Event()
+        self.withdrawn = False  # the person went on before hearing any reply: the turn leaves no trace
         self._tasks: Tasks | None = None
 
     def __repr__(self) -> str:

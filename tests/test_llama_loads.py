@@ -1,6 +1,6 @@
-"""Two llama.cpp models loading at once (the embedded LLM and the end-of-turn words model, in their worker threads)
-leave the process's stdout and stderr where they were: llama-cpp-python silences a load by pointing both at
-/dev/null and back, and two overlapping loads used to restore each other's /dev/null (every later log line lost)."""
+"""Two llama.cpp models loading at once (two contexts of the embedded LLM, in their worker threads) leave the
+process's stdout and stderr where they were: llama-cpp-python silences a load by pointing both at /dev/null and
+back, and two overlapping loads used to restore each other's /dev/null (every later log line lost)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import threading
 from collections.abc import Callable
 
 from adapters.llm import local
-from adapters.turn import words_lm
 
 ROUNDS = 3
 
@@ -23,7 +22,7 @@ def test_loads_at_once_keep_stdout_and_stderr() -> None:
     path = local.bundled_model()
     before = (sys.stdout, sys.stderr, _target(1), _target(2))
     loads: list[Callable[[], object]] = [
-        lambda: words_lm._load(path),
+        lambda: local._load(path, 256, local._Threads(1, 1)),
         lambda: local._load(path, 512, local._Threads(1, 1)),
     ]
     for _ in range(ROUNDS):

@@ -65,16 +65,17 @@ def is_wordlike(text: str) -> bool:
     return bool(_WORDLIKE.search(text))
 
 
-def keep_segment(segment: DecodedSegment, word_probabilities: list[float]) -> bool:
-    """False for segments that are most likely the model talking over silence or noise."""
+def left_out(segment: DecodedSegment, word_probabilities: list[float]) -> str | None:
+    """Why a segment is most likely the model talking over silence or noise (None: keep it)."""
     if segment.no_speech_prob > NO_SPEECH_PROB and segment.avg_logprob < AVG_LOGPROB:
-        return False
+        return "no speech"
     if not word_probabilities:
-        return False
+        return "no words"
     if _normalised(segment.text) in KNOWN_HALLUCINATIONS:
         mean_probability = sum(word_probabilities) / len(word_probabilities)
-        return segment.no_speech_prob < SUSPECT_NO_SPEECH_PROB and mean_probability >= SUSPECT_WORD_PROB
-    return True
+        sure = segment.no_speech_prob < SUSPECT_NO_SPEECH_PROB and mean_probability >= SUSPECT_WORD_PROB
+        return None if sure else "a phrase the model invents over noise"
+    return None
 
 
 def _normalised(text: str) -> str:

@@ -129,6 +129,11 @@ class IncrementalTranscriber:
         finally:
             unsubscribe()
 
+    def reopen(self) -> None:
+        """More speech after `finish`: the utterance goes on (`run` it again); the next `finish` covers it all."""
+        self._ended = False
+        self.reused_final = False
+
     def pause_began(self, since: float) -> None:
         """The VAD hears silence from clock time `since` on (its hangover still running): if words no pass has
         heard came before it and only quiet after them, transcribe them now. Once per silence."""

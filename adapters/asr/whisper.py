@@ -112,6 +112,7 @@ class _Decoded:
     words: tuple[Word, ...]
     texts: tuple[str, ...]
     no_speech_prob: float
+    rejected: str  # why the last segment left out was left out ("" when none was)
 
 
 class WhisperTranscriber:
@@ -158,13 +159,15 @@ class WhisperTranscriber:
         audio = resample(to_mono_float32(samples), sample_rate, ASR_SAMPLE_RATE)
         duration = len(audio) / ASR_SAMPLE_RATE
         if guard.too_quiet(audio):
-            return Transcript("", (), 1.0, self._language or "en", duration)
+            return Transcript("", (), 1.0, self._language or "en", duration, rejected="too quiet")
         decoded = await self._worker.run(lambda stop: self._decode(audio, stop), signal)
         if decoded is None:
             await stopped()
         language, result = decoded
         text = " ".join(part for part in result.texts if part)
-        return Transcript(text, _within(result.words, duration), result.no_speech_prob, language, duration)
+        words = _within(result.words, duration)
+        rejected = "" if words else result.rejected
+        return Transcript(text, words, result.no_speech_prob, language, duration, rejected=rejected)
 
     def _decode(self, audio: Samples, stop: threading.Event) -> tuple[str, _Decoded] | None:
         """Runs in the worker: pull segments one by one, checking `stop` between them."""
@@ -189,17 +192,20 @@ class WhisperTranscriber:
     def _collect(self, segments: Iterable[Any], stop: threading.Event) -> _Decoded | None:
         words: list[Word] = []
         texts: list[str] = []
-        no_speech = 0.0
+        no_speech, rejected = 0.0, ""
         for segment in segments:
             self.segments_decoded += 1
             no_speech = max(no_speech, float(segment.no_speech_prob))
             kept = [w for w in (segment.words or ()) if guard.is_wordlike(w.word)]
-            if guard.keep_segment(segment, [float(w.probability) for w in kept]):
+            why = guard.left_out(segment, [float(w.probability) for w in kept])
+            if why is None:
                 words += [Word(w.word.strip(), float(w.start), float(w.end), float(w.probability)) for w in kept]
                 texts.append(str(segment.text).strip())
+            else:
+                rejected = why
             if stop.is_set():
                 return None
-        return _Decoded(tuple(words), tuple(texts), no_speech)
+        return _Decoded(tuple(words), tuple(texts), no_speech, rejected)
 
 
 def token_budget(seconds: float) -> int:

@@ -41,6 +41,7 @@ class Transcript:
     no_speech_prob: float
     language: str
     duration_s: float
+    rejected: str = ""  # why the recogniser gave no words for sound it heard ("too quiet", "no speech"...)
 
     @property
     def empty(self) -> bool:

@@ -18,12 +18,3 @@ class EndOfTurnModel(Protocol):
     async def predict(self, samples: Samples, signal: CancelSignal, *, sample_rate: int = ASR_SAMPLE_RATE) -> float:
         """A probability in [0, 1]; raises CancelledError (after its thread returned) once `signal` fires."""
         ...
-
-
-class WordsEndModel(Protocol):
-    """The transcript of the turn so far to P(a sentence ends with these words): the words' side of the question,
-    for a pause after a clause that sounds complete ("My favourite food is." as Whisper writes a fragment)."""
-
-    async def predict_words(self, text: str, signal: CancelSignal) -> float:
-        """A probability in [0, 1]; raises CancelledError (after its thread returned) once `signal` fires."""
-        ...

@@ -131,10 +131,9 @@ def _ttfa_note(runs: list[Run]) -> str:
         f"first sample in output.wav. Stages (p50/p95 ms over {len(turns)} turns): the VAD places the end of speech "
         f"{lag} after the signal's (Silero's 32 ms windows and their memory); from there the journal's {stages}; the "
         f"rest {rest} is the sink's 30 ms latency and queueing. By kind (p50/p95): questions {_p50_p95(kinds['?'])}, "
-        f"statements {_p50_p95(kinds['.'])} (a finished-looking statement waits statement_wait_ms "
-        f"{audio.statement_wait_ms} before it is decided: a pause after a complete-sounding clause is no end of "
-        "turn). eot_ms/asr_final_ms rows: every voice turn of the scenarios and of the end-of-turn fixtures, from the "
-        "end of speech as the VAD placed it."
+        f"statements {_p50_p95(kinds['.'])} (finished-sounding words Smart Turn doubts wait statement_wait_ms "
+        f"{audio.statement_wait_ms} before they are decided). eot_ms/asr_final_ms rows: every voice turn of the "
+        "scenarios and of the end-of-turn fixtures, from the end of speech as the VAD placed it."
     )
 
 
@@ -155,9 +154,10 @@ def _turns_note(m: Measured) -> list[str]:
     note = (
         f"cutoff_rate: each of the {len(m.clips)} end-of-turn fixtures (assets/fixtures/turns: Piper sentences with "
         "0.3-1.0 s pauses inserted at word boundaries, and complete questions) said once into a fresh pipeline "
-        "session (`run --fast`, real Whisper, Smart Turn, SmolLM2, Piper); split into more than one turn = cut off. "
+        "session (`run --fast`, real Whisper, Smart Turn, SmolLM2, Piper); split into more than one turn = cut off "
+        "(a turn reopened before its reply was heard is one). "
         f"Settings: the VAD's pause {pause_ms(audio):g} ms, min_silence_ms {audio.min_silence_ms}, "
-        f"statement_wait_ms {audio.statement_wait_ms}, max_turn_wait_ms {audio.max_turn_wait_ms}. "
+        f"statement_wait_ms (doubted words) {audio.statement_wait_ms}, max_turn_wait_ms {audio.max_turn_wait_ms}. "
         "cutoff_rate_600ms: the same clips through Silero with a fixed 600 ms hangover (what ended a turn before)."
     )
     return [note] + [f"cut off: {text}" for text in split_texts(m.clips)]

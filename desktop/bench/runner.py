@@ -13,7 +13,6 @@ from pathlib import Path
 from adapters.asr.whisper import WhisperTranscriber
 from adapters.contract import CancelSignal
 from adapters.llm.local import LocalLlamaAdapter
-from adapters.turn.words_lm import SentenceEnd
 from desktop.bench import models as model_bench
 from desktop.bench.http_provider import HttpRuns, Unavailable, stalled_barge_ins
 from desktop.bench.notes import footnotes
@@ -100,7 +99,6 @@ async def _measure(plan: Plan, devices: str, progress: Callable[[str], None]) ->
     await synthesizer.preload(CancelSignal())
     llm = LocalLlamaAdapter()
     await llm.load()
-    await SentenceEnd().preload(CancelSignal())  # the end-of-turn words model's context, shared by every session
     judge = WhisperTranscriber(config.speech.asr_model_path or None, beam_size=5)
     models = Models(config, transcriber, synthesizer, Hearing(judge, transcriber))
     measured = Measured(plan_soak=plan.soak, devices=devices)

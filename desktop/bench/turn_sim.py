@@ -2,9 +2,8 @@
 
 Audio is fed in 20 ms frames; the clock is the audio's own time. At each `CheckTurn` the simulation
 stops the audio, runs the models for real (Smart Turn on the turn's audio up to now, and at a pause's
-first question a speculative Whisper pass, both at once, as the pipeline would; then, for words that look like
-a finished statement, the words model), and delivers each answer to the policy at `now + its measured wall
-time`. So decisions come as late as they would live.
+first question a speculative Whisper pass, both at once, as the pipeline would), and delivers each answer to
+the policy at `now + its measured wall time`. So decisions come as late as they would live.
 `Delays` can fix those delays instead, so figures do not depend on what else the machine is doing.
 """
 
@@ -20,16 +19,15 @@ import numpy as np
 import numpy.typing as npt
 
 from adapters.contract.speech_io import Transcript
-from audio.endpoint import CheckTurn, Decision, EndpointPolicy, TurnEnded, TurnResumed
+from audio.endpoint import EPSILON_S, CheckTurn, Decision, EndpointPolicy, TurnEnded, TurnResumed
 from audio.events import SpeechEnded, SpeechStarted
 from audio.ports import RATE, Frame
-from audio.turn_words import statement_to_read
 from audio.vad import Vad
+from desktop.pipeline.utterance import says_something
 
 Samples = npt.NDArray[np.float32]
 Judge = Callable[[Samples], Awaitable[float]]  # the end-of-turn model
 Hear = Callable[[Samples], Awaitable[Transcript]]  # a transcription pass
-Read = Callable[[str], Awaitable[float]]  # the words model
 FRAME = 320  # 20 ms, what the microphone delivers
 PREROLL_S = 0.4  # audio kept from before the VAD's onset (desktop/pipeline/ears.py)
 
@@ -40,7 +38,6 @@ class Delays:
 
     model_ms: float | None = None
     asr_ms: float | None = None
-    words_ms: float | None = None
 
 
 class SimClock:
@@ -61,7 +58,6 @@ class SimResult:
     text_ready: list[float | None] = field(default_factory=list)  # when each ended turn's words were ready
     model_ms: list[float] = field(default_factory=list)
     asr_ms: list[float] = field(default_factory=list)
-    words_ms: list[float] = field(default_factory=list)
 
 
 class TurnSim:
@@ -75,10 +71,9 @@ class TurnSim:
         judge: Judge,
         hear: Hear | None,
         delays: Delays,
-        read: Read | None = None,
     ) -> None:
         self._vad, self._policy, self._clock = vad, policy, clock
-        self._judge, self._hear, self._delays, self._read = judge, hear, delays, read
+        self._judge, self._hear, self._delays = judge, hear, delays
         self._audio: Samples = np.zeros(0, np.float32)
         self._arrivals: list[tuple[float, int, Callable[[], list[Decision]]]] = []
         self._order = itertools.count()
@@ -109,7 +104,7 @@ class TurnSim:
             arrival = self._arrivals[0][0] if self._arrivals else None
             deadline = self._policy.deadline()
             due = min((x for x in (arrival, deadline) if x is not None), default=None)
-            if due is None or due > t:
+            if due is None or due > t + EPSILON_S:
                 return
             self._clock.t = max(self._clock.t, due)
             if arrival is not None and arrival <= due:
@@ -153,7 +148,7 @@ class TurnSim:
             return heard
 
         probability, heard = await asyncio.gather(judge(), transcribe())
-        text = heard.text if heard is not None else ""
+        text = heard.text if heard is not None and says_something(heard) else ""
         model_ms, asr_ms = (model_done - began) * 1000, (words_done - began) * 1000
         self.result.model_ms.append(model_ms)
         model_at = now + (self._delays.model_ms if self._delays.model_ms is not None else model_ms) / 1000
@@ -163,22 +158,6 @@ class TurnSim:
             words_at = now + (self._delays.asr_ms if self._delays.asr_ms is not None else asr_ms) / 1000
             self._words_due[check.pause] = words_at
             self._arrive(words_at, lambda: self._heard(text, now))
-            if heard is not None and heard.words:
-                last = heard.words[-1]
-                if statement_to_read(text, start + last.end_s, last.probability, check.silence_from):
-                    await self._read_words(check.pause, text, words_at)
-
-    async def _read_words(self, pause: int, text: str, words_at: float) -> None:
-        """As the pipeline does: a statement to read goes to the words model once its words are in."""
-        if self._read is None:
-            return
-        loop = asyncio.get_running_loop()
-        began = loop.time()
-        probability = await self._read(text)
-        took = (loop.time() - began) * 1000
-        self.result.words_ms.append(took)
-        at = words_at + (self._delays.words_ms if self._delays.words_ms is not None else took) / 1000
-        self._arrive(at, lambda: self._policy.words_said(pause, text, probability))
 
     def _heard(self, text: str, until: float) -> list[Decision]:
         self._words = text

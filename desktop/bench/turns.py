@@ -5,8 +5,8 @@ the end of speech in the signal (the manifest's last speech end) to the decision
 Silero with a short silence, the real Smart Turn model and (optionally) a speculative Whisper pass at
 each pause; the baseline is the same Silero with `min_silence_ms=600`, deciding when it reports.
 
-    .venv/bin/python -m desktop.bench.turns [--no-words] [--no-sentence-end] [--max-wait-ms 2000]
-        [--min-silence-ms 0] [--model-ms 100 --asr-ms 400 --words-ms 60]  # fixed delays, not the measured ones
+    .venv/bin/python -m desktop.bench.turns [--no-words] [--max-wait-ms 2000]
+        [--min-silence-ms 0] [--model-ms 100 --asr-ms 400]  # fixed delays, not the measured ones
 """
 
 from __future__ import annotations
@@ -19,16 +19,15 @@ from dataclasses import dataclass, replace
 from adapters.asr.whisper import WhisperTranscriber
 from adapters.contract.cancel import CancelSignal
 from adapters.contract.speech_io import Transcriber, Transcript
-from adapters.contract.turn import EndOfTurnModel, WordsEndModel
+from adapters.contract.turn import EndOfTurnModel
 from adapters.turn.smart_turn import SmartTurn
-from adapters.turn.words_lm import SentenceEnd
 from audio.endpoint import PAUSE_SILENCE_MS, EndpointConfig, EndpointPolicy
 from audio.events import SpeechStarted
 from audio.ports import RATE, Frame
 from audio.vad import SileroModel, Vad, VadConfig
 from desktop.bench.table import Row, Target, render, row
 from desktop.bench.turn_clips import TurnClip, turn_clips
-from desktop.bench.turn_sim import FRAME, PREROLL_S, Delays, Hear, Read, Samples, SimClock, SimResult, TurnSim
+from desktop.bench.turn_sim import FRAME, PREROLL_S, Delays, Hear, Samples, SimClock, SimResult, TurnSim
 from desktop.config import AudioConfig
 from desktop.pipeline.voice import endpoint_config, pause_ms
 
@@ -67,7 +66,6 @@ class TurnEval:
     model_ms: list[float]
     asr_ms: list[float]
     config: EndpointConfig
-    words_ms: list[float]
 
 
 async def evaluate_turns(
@@ -78,7 +76,6 @@ async def evaluate_turns(
     vad_threshold: float = 0.5,
     delays: Delays | None = None,
     pause_ms: float = PAUSE_SILENCE_MS,
-    words: WordsEndModel | None = None,
 ) -> TurnEval:
     """Every clip under the policy (`transcriber` None: no words, so the policy does not wait for them).
 
@@ -99,23 +96,16 @@ async def evaluate_turns(
         async def hear(audio: Samples) -> Transcript:
             return await transcriber.transcribe(audio, signal)
 
-    read: Read | None = None
-    if words is not None:
-
-        async def read(text: str) -> float:
-            return await words.predict_words(text, signal)
-
-    out = TurnEval([], [], [], config, [])
+    out = TurnEval([], [], [], config)
     for clip in clips if clips is not None else turn_clips():
         audio = clip.until(len(clip.audio()) / RATE, TRAILING_S)
         silero.reset()
         clock = SimClock()
         vad = Vad(VadConfig(vad_threshold, min_silence_ms=pause_ms), silero)
         policy = EndpointPolicy(clock, config)
-        sim = await TurnSim(vad, policy, clock, judge, hear, delays, read).run(audio)
+        sim = await TurnSim(vad, policy, clock, judge, hear, delays).run(audio)
         out.model_ms += sim.model_ms
         out.asr_ms += sim.asr_ms
-        out.words_ms += sim.words_ms
         silero.reset()
         hangover_vad = Vad(VadConfig(vad_threshold, min_silence_ms=HANGOVER_MS), silero)
         baseline = await hangover(hangover_vad, audio, hear, delays.asr_ms)
@@ -192,7 +182,6 @@ def turn_rows(result: TurnEval) -> list[Row]:
         row("complete_split", [split_complete], Target("final", 0), final=split_complete, note="complete questions"),
         row("smart_turn_ms", result.model_ms, None, note="one Smart Turn call (wall time, beside Whisper)"),
         row("speculative_asr_ms", result.asr_ms, None, note="the Whisper pass started at each pause"),
-        row("sentence_end_ms", result.words_ms, None, note="one reading of a statement's words (SmolLM2)"),
     ]
 
 
@@ -213,20 +202,13 @@ async def _main(args: argparse.Namespace) -> None:
     if transcriber is not None:
         await transcriber.preload(CancelSignal())
     config = replace(endpoint_config(AudioConfig(), use_model=True), wait_for_words=transcriber is not None)
-    config = replace(config, max_wait_ms=args.max_wait_ms, min_silence_ms=args.min_silence_ms, reask_ms=args.reask_ms)
-    config = replace(config, statement_wait_ms=args.statement_wait_ms, punctuated=not args.no_punctuation)
-    config = replace(config, sentence_end=args.sentence_end, sentence_wait_ms=args.sentence_wait_ms)
-    words = None if args.no_sentence_end or transcriber is None else SentenceEnd()
-    if words is not None:
-        await words.preload(CancelSignal())
-    delays = Delays(args.model_ms, args.asr_ms, args.words_ms)
-    result = await evaluate_turns(model, transcriber, config, delays=delays, pause_ms=args.pause_ms, words=words)
+    config = replace(config, max_wait_ms=args.max_wait_ms, min_silence_ms=args.min_silence_ms)
+    config = replace(config, doubt_wait_ms=args.doubt_wait_ms, punctuated=not args.no_punctuation)
+    delays = Delays(args.model_ms, args.asr_ms)
+    result = await evaluate_turns(model, transcriber, config, delays=delays, pause_ms=args.pause_ms)
     print("\n".join(_details(result)))
     print()
-    said = (
-        f"answer delays: Smart Turn {args.model_ms or 'measured'}, Whisper {args.asr_ms or 'measured'}, "
-        f"words model {args.words_ms or 'measured'} ms"
-    )
+    said = f"answer delays: Smart Turn {args.model_ms or 'measured'}, Whisper {args.asr_ms or 'measured'} ms"
     print(render(turn_rows(result), [f"policy: {config}", f"VAD pause {args.pause_ms:g} ms", said]))
 
 
@@ -237,13 +219,8 @@ def main() -> None:
     parser.add_argument("--pause-ms", type=float, default=pause_ms(AudioConfig()), help="the VAD silence that asks")
     parser.add_argument("--max-wait-ms", type=float, default=app.max_wait_ms)
     parser.add_argument("--min-silence-ms", type=float, default=app.min_silence_ms)
-    parser.add_argument("--reask-ms", type=float, default=app.reask_ms)
-    parser.add_argument("--statement-wait-ms", type=float, default=app.statement_wait_ms)
+    parser.add_argument("--doubt-wait-ms", type=float, default=app.doubt_wait_ms)
     parser.add_argument("--no-punctuation", action="store_true", help="a missing full stop is no evidence")
-    parser.add_argument("--no-sentence-end", action="store_true", help="no words model: statements always wait")
-    parser.add_argument("--sentence-end", type=float, default=app.sentence_end, help="the words model's threshold")
-    parser.add_argument("--sentence-wait-ms", type=float, default=app.sentence_wait_ms)
-    parser.add_argument("--words-ms", type=float, help="fixed words model answer delay (default: measured)")
     parser.add_argument("--model-ms", type=float, help="fixed Smart Turn answer delay (default: measured)")
     parser.add_argument("--asr-ms", type=float, help="fixed Whisper pass delay (default: measured)")
     asyncio.run(_main(parser.parse_args()))

@@ -17,6 +17,7 @@ from audio.events import AudioUnavailable
 from desktop.config import AudioConfig, Config
 from desktop.errors import BadInput
 from desktop.model.facts import Problem
+from desktop.model.hearing import dropped_problem
 from desktop.model.voice import VoiceEvents, VoiceUnavailable
 from desktop.model.wording import (
     device_not_found,
@@ -173,6 +174,10 @@ class LiveVoice:
             events.problem(echo_protection_off(fact.reason))
         elif isinstance(fact, facts.EchoProtectionOn):
             events.problem_cleared("aec")
+        elif isinstance(fact, facts.UtteranceDropped):
+            notice = dropped_problem(fact)
+            if notice is not None:
+                events.problem(notice)
 
     def _problem(
         self, fact: facts.MicrophoneFailed | facts.SpeechModelFailed | facts.SpeakerFailed | facts.PipelineFailed

@@ -17,6 +17,7 @@ from engine.events import (
     ToolFinished,
     TurnEnded,
     TurnStarted,
+    TurnWithdrawn,
 )
 
 
@@ -36,6 +37,7 @@ class Bubble:
     failed: bool = False
     at: float = 0.0  # wall-clock time it was said (unix seconds), shown on hover
     reading: str | None = None  # while it is spoken: the words heard so far (the heard cursor, word-exact)
+    withdrawn: bool = False  # the person went on before hearing a reply: their words continue in the next turn
 
 
 def unheard_rest(generated: str, heard: str) -> str:
@@ -150,6 +152,12 @@ class TranscriptModel:
             bubble.note = ""
         self._changed(bubble)
 
+    def _withdrawn(self, event: TurnWithdrawn) -> None:
+        for bubble in [b for b in self.bubbles if b.turn == event.turn]:
+            self.bubbles.remove(bubble)
+            bubble.withdrawn = True
+            self._changed(bubble)
+
     def _ended(self, event: TurnEnded) -> None:
         for bubble in [b for b in self.bubbles if b.role == "assistant" and b.turn == event.turn]:
             if bubble.settled and event.failure is None:
@@ -172,5 +180,6 @@ _HANDLERS: dict[type, Callable[[TranscriptModel, Any], None]] = {
     ToolCalled: TranscriptModel._tool,
     ToolFinished: TranscriptModel._tool,
     ReplyHeard: TranscriptModel._heard,
+    TurnWithdrawn: TranscriptModel._withdrawn,
     TurnEnded: TranscriptModel._ended,
 }

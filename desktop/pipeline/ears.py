@@ -5,6 +5,10 @@ pause opens the question, the end-of-turn model, the speculative final pass and 
 turn's text is the final pass already made. While the user speaks, the conversation reads the request their
 words so far would make (engine.speculation). Push-to-talk ends an utterance at the release instead.
 
+A turn a pause ended is provisional: if the person goes on before any of its reply was heard, the ears take it
+back (`Conversation.withdraw`) and the utterance goes on, so a breath inside a sentence costs one turn, not two.
+Speech the ears drop is put on the record with its reason (`utterance/dropped`) and told to whoever listens.
+
 A barge-in pauses the reply at once (the detector does that); the utterance's own incremental transcript then
 decides: words cancel the turn (keeping the inbox, so the interruption is the next input), no words resume the
 reply. An utterance whose words are the words Parley was playing then is its own voice (desktop/pipeline/
@@ -16,6 +20,7 @@ end-of-turn check and barge-in resolution has ended.
 from __future__ import annotations
 
 import collections
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -29,9 +34,10 @@ from adapters.contract.workers import run_blocking
 from audio.bargein import BargeInDetector
 from audio.endpoint import EndpointPolicy, TurnEnded
 from audio.events import BargeIn, BargeInConfirmed, CaptureFailed, FalseBargeInResumed, SpeechEnded, SpeechStarted
+from audio.levels import speech_level_dbfs
 from audio.own_voice import OwnVoice
 from audio.ports import AudioSink, Frame
-from desktop.pipeline.facts import UTTERANCE_PART
+from desktop.pipeline.facts import UTTERANCE_PART, UtteranceDropped
 from desktop.pipeline.self_voice import PlayedWords, echo_of_parley, evidence
 from desktop.pipeline.turn_end import TurnEnd
 from desktop.pipeline.utterance import FILLERS, TurnTaking, Utterance, says_something
@@ -62,7 +68,7 @@ class Ears:
         tasks: Tasks,
         *,
         turn_taking: Callable[[], TurnTaking],
-        on_utterance: Callable[[float, Transcript], None] | None = None,
+        on_dropped: Callable[[UtteranceDropped], None] | None = None,
         resume_false_interruptions: bool = True,
         played_words: PlayedWords | None = None,
     ) -> None:
@@ -72,11 +78,12 @@ class Ears:
         self._detector = detector
         self._sink = sink
         self._clock = clock
-        self._on_utterance = on_utterance
+        self._on_dropped = on_dropped
         self._resume = resume_false_interruptions
         self._played_words = played_words
         self._preroll: collections.deque[Frame] = collections.deque()
         self._current: Utterance | None = None
+        self._reopenable: Utterance | None = None  # the last turn a pause ended, while the person may go on
         self._finishing = 0  # utterances whose final transcript is being made
         self.failure: CaptureFailed | None = None
         self.barge_ins: list[BargeIn] = []
@@ -90,8 +97,11 @@ class Ears:
         self._preroll.append(frame)
         while self._preroll and self._preroll[0].end < frame.end - PREROLL_S:
             self._preroll.popleft()
-        if self._current is not None:
-            self._current.transcript.append(frame.samples, frame.end)
+        growing = self._current or self._reopenable
+        if growing is not None:
+            growing.transcript.append(frame.samples, frame.end)
+        if self._current is None and self._reopenable is not None and not self._may_reopen(self._reopenable):
+            self._reopenable = None  # its reply was heard: going on is interrupting it now
 
     def on_quiet(self, since: float | None, ms: float) -> None:
         """The VAD's silence so far (`since`: where it began, None while it hears speech): once it lasted
@@ -108,7 +118,8 @@ class Ears:
         if isinstance(event, SpeechStarted | SpeechEnded) and current is not None and current.policy is not None:
             self._turn_end.on_vad(current, event)
         elif isinstance(event, SpeechStarted) and current is None:
-            self._begin(event.at)
+            if not self._reopen():
+                self._begin(event.at)
         elif isinstance(event, BargeIn):
             self.barge_ins.append(event)
             self._conversation.record("barge_in/detected", source=event.source, onset=event.at, at=event.detected_at)
@@ -119,6 +130,7 @@ class Ears:
     def press(self) -> None:
         """Push-to-talk down: interrupts a reply at once and starts an utterance."""
         turn = self._conversation.live_turn
+        self._reopenable = None
         confirmed = self._detector.push_to_talk()
         if confirmed is not None and turn is not None:
             self._own(self._interrupt, turn.id, confirmed, confirmed.at, name="push-to-talk")
@@ -138,9 +150,11 @@ class Ears:
     def close(self) -> None:
         """Stop listening to the conversation; the utterance under way is dropped (its group then ends)."""
         self._unsubscribe()
-        if self._current is not None:
-            self._current.drop_pause()
-            self._current.signal.set(Disposed())
+        current, self._current, self._reopenable = self._current, None, None
+        if current is not None:
+            self._dropped(current, "session ended", self._clock.now())
+            current.drop_pause()
+            current.signal.set(Disposed())
 
     # An utterance from onset to its end
 
@@ -171,23 +185,28 @@ class Ears:
         self._own(self._finish, utterance, at, None, name="asr-final")
 
     def _decided(self, utterance: Utterance, ended: TurnEnded) -> None:
-        """The policy ended the turn: the utterance's final transcript (the pause's pass) goes to the conversation."""
+        """The policy ended the turn: the utterance's final transcript (the pause's pass) goes to the conversation,
+        as a provisional input the person may still go on from."""
         self.decisions.append(ended)
         if self._current is utterance:
             self._current = None
+            self._reopenable = utterance
         self._own(self._finish, utterance, ended.speech_ended_at, ended, name="turn-decided")
 
     async def _finish(self, utterance: Utterance, end_at: float, ended: TurnEnded | None) -> None:
         """The utterance's final transcript (the speculative pass when the policy decided) goes to the conversation."""
         self._conversation.set_input_state(State.TRANSCRIBING)
-        started = self._clock.now()
+        started, generation = self._clock.now(), utterance.generation
         self._finishing += 1
         try:
             transcript = await utterance.transcript.finish(utterance.signal)
         finally:
             self._finishing -= 1
-            utterance.done = True
-            self._conversation.set_input_state(State.IDLE)
+            if utterance.generation == generation:
+                utterance.done = True
+            self._conversation.set_input_state(State.IDLE if self._current is None else State.LISTENING)
+        if utterance.generation != generation:
+            return  # the person went on: the utterance is not over after all
         utterance.ended = transcript
         self._hand_over(utterance, transcript, end_at, self._metrics(utterance, ended, started))
         if self._current is None and not self._finishing:  # no pass runs, and none will until the user speaks
@@ -196,13 +215,62 @@ class Ears:
     def _hand_over(
         self, utterance: Utterance, transcript: Transcript, end_at: float, metrics: dict[str, float]
     ) -> None:
-        """Words that are not Parley's own voice become the next input; anything else is dropped."""
-        if not says_something(transcript) or self._rejected_as_echo(utterance, transcript, "turn"):
-            utterance.drop_pause()
+        """Words that are not Parley's own voice become the next input; anything else is dropped, on the record."""
+        if not says_something(transcript):
+            self._dropped(utterance, "no words" if not transcript.words else "only fillers", end_at, transcript)
+        elif self._rejected_as_echo(utterance, transcript, "turn"):
+            self._dropped(utterance, "own voice", end_at, transcript)
+        else:
+            provisional = utterance.policy is not None
+            item = UserInput(transcript.text, "voice", metrics, provisional=provisional, ended_at=end_at)
+            utterance.submitted = item
+            self._conversation.submit(item)
             return
-        if self._on_utterance is not None:
-            self._on_utterance(end_at, transcript)
-        self._conversation.submit(UserInput(transcript.text, source="voice", metrics=metrics))
+        utterance.drop_pause()
+        if self._reopenable is utterance:
+            self._reopenable = None
+
+    def _dropped(self, utterance: Utterance, reason: str, end_at: float, transcript: Transcript | None = None) -> None:
+        """Never silently: the record and whoever listens learn what was heard and why it is not a turn."""
+        level = speech_level_dbfs(utterance.transcript.audio())
+        detail = transcript.rejected if transcript is not None else ""
+        dropped = UtteranceDropped(reason, round(max(0.0, end_at - utterance.started_at), 3), round(level, 1), detail)
+        self._conversation.record(
+            "utterance/dropped",
+            reason=reason,
+            detail=detail,
+            start=utterance.started_at,
+            end=end_at,
+            level_dbfs=dropped.level_dbfs if math.isfinite(level) else None,
+            text=transcript.text if transcript is not None else "",
+        )
+        if self._on_dropped is not None:
+            self._on_dropped(dropped)
+
+    # Going on after a pause ended the turn
+
+    def _may_reopen(self, utterance: Utterance) -> bool:
+        """Until any of its reply is heard (and while no tool has run for it), its turn can be taken back."""
+        item = utterance.submitted
+        return item is None or self._conversation.withdrawable(item)
+
+    def _reopen(self) -> bool:
+        """Speech right after a pause ended the turn, before its reply was heard: the turn is taken back and the
+        utterance goes on, its audio of the pause included."""
+        utterance, self._reopenable = self._reopenable, None
+        if utterance is None or not utterance.over:
+            return False
+        item = utterance.submitted
+        if item is not None and not self._conversation.withdraw(item):
+            return False
+        self._detector.disarm()  # no barge-in on a reply that was never heard
+        self._sink.resume()
+        utterance.reopen()
+        self._current = utterance
+        self._conversation.set_input_state(State.LISTENING)
+        self._own(utterance.transcript.run, utterance.signal, name="asr-partials")
+        self._turn_end.start(utterance)
+        return True
 
     def _metrics(self, utterance: Utterance, ended: TurnEnded | None, started: float) -> dict[str, float]:
         """eot_ms: end of speech → turn decided; asr_final_ms: decided → its text ready; asr_ms: the pass's time."""
@@ -289,7 +357,7 @@ async def open_ears(
     *,
     on_error: ErrorHandler,
     turn_taking: Callable[[], TurnTaking],
-    on_utterance: Callable[[float, Transcript], None] | None = None,
+    on_dropped: Callable[[UtteranceDropped], None] | None = None,
     resume_false_interruptions: bool = True,
     played_words: PlayedWords | None = None,
 ) -> AsyncIterator[Ears]:
@@ -303,7 +371,7 @@ async def open_ears(
             clock,
             tasks,
             turn_taking=turn_taking,
-            on_utterance=on_utterance,
+            on_dropped=on_dropped,
             resume_false_interruptions=resume_false_interruptions,
             played_words=played_words,
         )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import collections
 from typing import Any
 
-from adapters.contract.speech_io import Transcript
 from engine.conversation import Conversation
 from engine.events import TextGenerated, TurnEnded, TurnStarted
 
@@ -16,16 +15,12 @@ class SessionMetrics:
     def __init__(self, conversation: Conversation, latency_s: float) -> None:
         self._conversation = conversation
         self._latency_s = latency_s
-        self._speech_ends: collections.deque[float] = collections.deque()
         self.speech_end: dict[int, float] = {}
         self.started_at: dict[int, float] = {}
         self.first_audible: dict[int, float] = {}
         self.ended: dict[int, TurnEnded] = {}
         self.generated: dict[int, str] = collections.defaultdict(str)
         self.close = conversation.subscribe(self._on_event)  # stop following the conversation
-
-    def utterance(self, end_at: float, transcript: Transcript) -> None:
-        self._speech_ends.append(end_at)
 
     def first_audio(self, turn: int, queued_at: float, synth_ms: float) -> None:
         audible = queued_at + self._latency_s
@@ -38,8 +33,8 @@ class SessionMetrics:
     def _on_event(self, event: Any) -> None:
         if isinstance(event, TurnStarted):
             self.started_at[event.turn] = self._now()
-            if event.source == "voice" and self._speech_ends:
-                self.speech_end[event.turn] = self._speech_ends.popleft()
+            if event.ended_at is not None:
+                self.speech_end[event.turn] = event.ended_at
         elif isinstance(event, TurnEnded):
             self.ended[event.turn] = event
         elif isinstance(event, TextGenerated):

@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from adapters.contract.speech_io import Transcript
 from adapters.contract.turn import EndOfTurnModel
 from audio.endpoint import CheckTurn, Decision, EndpointConfig, TurnEnded, TurnResumed
 from audio.events import SpeechEnded, SpeechStarted
-from audio.turn_words import looks_unfinished, statement_to_read
+from audio.turn_words import looks_unfinished
 from desktop.pipeline.utterance import MODEL, WORDS, Pause, TurnTaking, Utterance, says_something
 from engine.clock import Clock
 from engine.conversation import Conversation
@@ -104,18 +103,6 @@ class TurnEnd:
         if utterance.policy is not None:
             until = utterance.transcript.covered_until or pause.words_at
             self._apply(utterance, utterance.policy.heard(words.text if said else "", until))
-        if said and not utterance.over:
-            await self._read_words(utterance, pause, words)
-
-    async def _read_words(self, utterance: Utterance, pause: Pause, words: Transcript) -> None:
-        """A finished-looking statement whose ending can be read: does a message end with these words?"""
-        model, last, text = self._turn_taking().words, words.words[-1], words.text
-        ends_at = utterance.audio_start + last.end_s
-        if model is None or not statement_to_read(text, ends_at, last.probability, pause.since):
-            return
-        probability = await model.predict_words(text, pause.signal)
-        if utterance.policy is not None:
-            self._apply(utterance, utterance.policy.words_said(pause.number, text, probability))
 
     def _end(self, utterance: Utterance, ended: TurnEnded) -> None:
         utterance.over = True

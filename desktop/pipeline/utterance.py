@@ -13,8 +13,9 @@ import anyio
 from adapters.asr.incremental import IncrementalTranscriber
 from adapters.contract import CancelSignal, Hook
 from adapters.contract.speech_io import Transcript
-from adapters.contract.turn import EndOfTurnModel, WordsEndModel
+from adapters.contract.turn import EndOfTurnModel
 from audio.endpoint import EndpointConfig, EndpointPolicy
+from engine.inbox import UserInput
 from engine.speculation import Speculation
 
 RESUMED = Hook("the user went on")
@@ -24,19 +25,17 @@ FILLERS = frozenset("ah aha eh er hm hmm huh mhm mm mmm oh uh uhhuh um ummm mmhm
 
 
 def says_something(transcript: Transcript) -> bool:
-    """True when the transcript holds a word that is not a filler or backchannel."""
-    words = ("".join(ch for ch in w.text.lower() if ch.isalpha()) for w in transcript.words)
+    """True when the transcript holds a word that is not a filler or backchannel (a number is a word: "1 0 0 0 1")."""
+    words = ("".join(ch for ch in w.text.lower() if ch.isalnum()) for w in transcript.words)
     return any(word and word not in FILLERS for word in words)
 
 
 @dataclass(frozen=True)
 class TurnTaking:
-    """How the end of a turn is decided: the policy's settings, the end-of-turn model (None: words and silence) and
-    the words model (None: a statement waits the policy's `statement_wait_ms`)."""
+    """How the end of a turn is decided: the policy's settings and the end-of-turn model (None: words and silence)."""
 
     config: EndpointConfig
     model: EndOfTurnModel | None
-    words: WordsEndModel | None = None
 
 
 class Pause:
@@ -93,6 +92,8 @@ class Utterance:
     ended: Transcript | None = None
     done: bool = False  # its final transcript is known (or it was dropped)
     over: bool = False  # its end is decided; no more speech belongs to it
+    submitted: UserInput | None = None  # the input its words became
+    generation: int = 0  # how often the person went on after its end was decided
     _waiting: anyio.CancelScope | None = None
 
     @property
@@ -104,6 +105,14 @@ class Utterance:
         self.policy = None
         self.drop_pause()
         self.poke()
+
+    def reopen(self) -> None:
+        """The person went on after its end was decided: it is under way again, its earlier ending void."""
+        self.generation += 1
+        self.over = self.done = False
+        self.ended, self.submitted = None, None
+        self.drop_pause()
+        self.transcript.reopen()
 
     def drop_pause(self) -> None:
         if self.pause is not None:

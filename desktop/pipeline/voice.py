@@ -23,7 +23,7 @@ import numpy as np
 from adapters.contract import CancelSignal
 from adapters.contract.speech_io import Synthesizer, Transcriber
 from adapters.contract.tasks import Tasks, open_tasks
-from adapters.contract.turn import EndOfTurnModel, WordsEndModel
+from adapters.contract.turn import EndOfTurnModel
 from adapters.llm.models import ModelError
 from audio.aec import EchoCanceller
 from audio.bargein import BargeInDetector
@@ -58,6 +58,7 @@ from desktop.pipeline.facts import (
     SpeakerFailed,
     SpeechModel,
     SpeechModelFailed,
+    UtteranceDropped,
 )
 from desktop.pipeline.metrics import SessionMetrics
 from desktop.pipeline.speech import SIMULATED_MS_PER_WORD, FallbackSpeech
@@ -67,7 +68,6 @@ from engine.silent_speech import SilentSpeech
 
 if TYPE_CHECKING:
     from adapters.turn.smart_turn import SmartTurn
-    from adapters.turn.words_lm import SentenceEnd
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,6 @@ RELISTEN_S = 1.0  # after the microphone failed, listen again this often: a stal
 WHISPER = "speech recognition (Whisper)"
 PIPER = "Parley's voice (Piper)"
 SMART_TURN = "end-of-turn model (Smart Turn)"
-SENTENCE_END = "end-of-turn words model (SmolLM2)"
 
 
 class _Preloads(Protocol):
@@ -109,7 +108,7 @@ def endpoint_config(audio: AudioConfig, *, use_model: bool) -> EndpointConfig:
     return EndpointConfig(
         max_wait_ms=audio.max_turn_wait_ms,
         min_silence_ms=audio.min_silence_ms,
-        statement_wait_ms=audio.statement_wait_ms,
+        doubt_wait_ms=audio.statement_wait_ms,
         use_model=use_model,
     )
 
@@ -144,11 +143,9 @@ class VoicePipeline:
         listening: bool = False,
         speaker: bool = True,
         turn_model: EndOfTurnModel | None = None,
-        words_model: WordsEndModel | None = None,
     ) -> None:
-        """`turn_model`, `words_model`: the end-of-turn models to use (default: Smart Turn and SmolLM2's reading
-        of the words, loaded with the others when `audio.turn_model` is on; the words and the silence alone decide
-        while they are missing). Given a turn model and no words model, no words model is used."""
+        """`turn_model`: the end-of-turn model to use (default: Smart Turn, loaded with the others when
+        `audio.turn_model` is on; the words and the silence alone decide while it is missing)."""
         self.devices = devices
         self.transcriber = transcriber
         self.synthesizer = synthesizer
@@ -175,8 +172,6 @@ class VoicePipeline:
         self._level: list[np.ndarray] = []
         self._level_samples = 0
         self._turn_model = turn_model
-        self._words_model = words_model
-        self._load_words_model = turn_model is None and words_model is None
 
     # What runs it
 
@@ -226,8 +221,7 @@ class VoicePipeline:
     def turn_taking(self) -> TurnTaking:
         """How Ears decides that a turn is over (read at each utterance: the model may load later)."""
         model = self._turn_model if self.audio.turn_model else None
-        words = self._words_model if self.audio.turn_model else None
-        return TurnTaking(endpoint_config(self.audio, use_model=model is not None), model, words)
+        return TurnTaking(endpoint_config(self.audio, use_model=model is not None), model)
 
     @asynccontextmanager
     async def attached(self, conversation: Conversation) -> AsyncIterator[Binding]:
@@ -241,7 +235,7 @@ class VoicePipeline:
             self.clock,
             on_error=self._failed,
             turn_taking=self.turn_taking,
-            on_utterance=metrics.utterance,
+            on_dropped=self._dropped,
             resume_false_interruptions=self.audio.false_interruption_resume,
             played_words=self.played_words,
         ) as ears:
@@ -332,7 +326,6 @@ class VoicePipeline:
             await self._load(WHISPER, self.transcriber, "speech recognition")
             await self._load(PIPER, self.synthesizer, "Parley's voice")
             await self._load_turn_model()
-            await self._load_sentence_end()
         finally:
             self.loaded.set()
 
@@ -340,11 +333,6 @@ class VoicePipeline:
         """Smart Turn, unless turned off or given; without it the words and the silence decide (logged)."""
         if self._turn_model is None and self.audio.turn_model:
             self._turn_model = await self._load_judge(SMART_TURN, _smart_turn, "the words and the silence decide")
-
-    async def _load_sentence_end(self) -> None:
-        """SmolLM2 reading the words at a pause, unless turned off or given; without it statements wait longer."""
-        if self._load_words_model and self.audio.turn_model:
-            self._words_model = await self._load_judge(SENTENCE_END, _sentence_end, "statements wait statement_wait_ms")
 
     async def _load_judge(self, label: str, make: Callable[[], _Judge], without: str) -> _Judge | None:
         """An end-of-turn model imported and made (importing llama.cpp alone runs seconds of Python: on the loop it
@@ -458,6 +446,9 @@ class VoicePipeline:
             self.listener.barge_in = None
         self._on_fact(why)
 
+    def _dropped(self, dropped: UtteranceDropped) -> None:
+        self._on_fact(dropped)
+
     def _speaks(self) -> bool:
         return self._speaker_on and self.devices.sink.failure is None and self._voice_loaded
 
@@ -477,12 +468,6 @@ def _smart_turn() -> SmartTurn:
     from adapters.turn.smart_turn import SmartTurn
 
     return SmartTurn()
-
-
-def _sentence_end() -> SentenceEnd:
-    from adapters.turn.words_lm import SentenceEnd
-
-    return SentenceEnd()
 
 
 def _ignore(_fact: PipelineFact) -> None:
@@ -513,7 +498,6 @@ async def open_pipeline(
     on_fact: Callable[[PipelineFact], None],
     listening: bool = False,
     turn_model: EndOfTurnModel | None = None,
-    words_model: WordsEndModel | None = None,
 ) -> AsyncIterator[VoicePipeline]:
     """A running pipeline for the block (see VoicePipeline.running)."""
     pipeline = VoicePipeline(
@@ -524,7 +508,6 @@ async def open_pipeline(
         audio,
         listening=listening,
         turn_model=turn_model,
-        words_model=words_model,
     )
     async with pipeline.running(on_fact):
         yield pipeline

@@ -16,7 +16,7 @@ from adapters.contract import CancelSignal, User
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Transcript
 from adapters.contract.workers import running
 from adapters.testing_speech import FakeSynthesizer, FakeTranscriber
-from adapters.testing_turn import FakeEndOfTurnModel, FakeWordsEndModel
+from adapters.testing_turn import FakeEndOfTurnModel
 from audio.endpoint import PAUSE_SILENCE_MS
 from audio.wav import load_wav
 from desktop.assets import fixture
@@ -27,6 +27,7 @@ from desktop.pipeline.voice import open_pipeline
 from engine.conversation import EngineParts, open_conversation
 from engine.journal import Journal, read_events
 from engine.testing import FakeLlm, VirtualClock, reply
+from engine.testing.fake_llm import Pause
 from tests.conformance.speech_harness import until
 
 pytestmark = pytest.mark.anyio
@@ -92,7 +93,6 @@ async def rig(
     *,
     probability: float = 0.9,
     statement_wait_ms: int = 1000,
-    words: FakeWordsEndModel | None = None,
 ) -> AsyncIterator[Rig]:
     clock = VirtualClock()
     audio = replace(AudioConfig(), statement_wait_ms=statement_wait_ms, max_turn_wait_ms=2000)
@@ -111,7 +111,6 @@ async def rig(
             on_fact=lambda _f: None,
             listening=True,
             turn_model=model,
-            words_model=words,
         )
         async with pipeline as voice:
             await voice.loaded.wait()
@@ -159,30 +158,48 @@ async def test_the_final_pass_is_made_before_the_pause_opens(tmp_path: Path) -> 
     assert max(heard.began) < opened, f"a pass began at {max(heard.began) - decided.speech_ended_at:.3f} s"
 
 
-@pytest.mark.parametrize("ends", [True, False])
-async def test_a_statement_the_words_model_reads_as_whole_is_not_held_for_the_statement_wait(
-    tmp_path: Path, ends: bool
-) -> None:
-    heard = ByLength([(0.0, "Tell me about Rome."), (2.0, ROME)])  # the pause's words look finished too
-    words = FakeWordsEndModel(lambda text: 0.5 if ends and text == ROME else 0.0)
-    async with rig(tmp_path, heard, words=words) as r:
+async def test_going_on_before_the_reply_is_heard_reopens_the_turn(tmp_path: Path) -> None:
+    """A breath after a finished-sounding clause: the turn is decided at once, and the speaker goes on before any
+    of the reply was heard. One turn holds the whole sentence; the one taken back leaves no trace but the request
+    that was sent; the window's bubble goes too."""
+    heard = ByLength([(0.0, "Tell me about Rome."), (2.0, ROME)])
+    async with rig(tmp_path, heard, probability=0.9) as r:
+        slow = [Pause(3.0), *reply("Rome was founded long ago. ")]  # nothing audible before the speaker goes on
+        r.llm._scripts[:0] = [slow, slow]  # the reply begun ahead, and the turn's own request
+        withdrawn: list[object] = []
+        r.stage.binding.conversation.subscribe(
+            lambda e: withdrawn.append(e) if type(e).__name__ == "TurnWithdrawn" else None
+        )
         r.say("rome_about")
         await until_quiet(r.stage)
-        assert [e["text"] for e in r.of("user/message")] == [ROME], "the fragment read as going on: one turn"
-        assert words.calls == ["Tell me about Rome.", ROME]
-        (metrics,) = r.of("metrics/turn")
-        if ends:
-            assert metrics["eot_ms"] < 1000, "not held for the statement wait (1 s)"
-        else:
-            assert metrics["eot_ms"] >= 1000, "held for the statement wait"
+        decided = [d.reason for d in r.stage.binding.ears.decisions]
+        assert decided[0] == "model", "the fragment was decided as a turn before the speaker went on"
+        assert [e["text"] for e in r.of("user/message")] == [ROME]
+        assert [(e["turn"], e["outcome"]) for e in r.of("turn/end")] == [(1, "completed")], "no aborted turn"
+        assert len(r.of("turn/start")) == 1
+        assert [e["requests"] for e in r.of("llm/withdrawn")] == [1], "the request sent is on the record"
+        assert not r.of("barge_in/detected"), "going on is not interrupting"
+        assert [getattr(e, "turn", None) for e in withdrawn] == [1]
+
+
+async def test_a_reply_heard_before_the_speaker_goes_on_is_interrupted_not_reopened(tmp_path: Path) -> None:
+    heard = ByLength([(0.0, "Tell me about Rome."), (2.0, ROME)])
+    async with rig(tmp_path, heard, probability=0.9) as r:
+        story = reply("Once upon a time there was a dragon who wanted to fly over the mountains. " * 4)
+        r.llm._scripts[:0] = [story, story]
+        r.say("rome_about")  # the reply is audible within the 0.8 s pause
+        await until_quiet(r.stage)
+        assert [e["outcome"] for e in r.of("turn/end")] == ["aborted", "completed"]
+        assert len(r.of("user/message")) == 2, "the first words were answered (and heard): they stay a turn"
+        assert not r.of("llm/withdrawn")
 
 
 async def test_a_turn_resumed_after_a_speculative_start_is_one_turn_one_request_and_no_early_audio(
     tmp_path: Path,
 ) -> None:
-    # at the pause the words look finished (not a question: held for the statement wait): the request is prefilled
+    # at the pause the words look finished (the model doubts them: held for the doubt wait): the request is prefilled
     heard = ByLength([(0.0, "Tell me about Rome."), (2.0, ROME)])
-    async with rig(tmp_path, heard) as r:
+    async with rig(tmp_path, heard, probability=0.3) as r:
         speech_end = r.say("rome_about")
         await poll(r.stage.clock, lambda: next((p for p in r.llm.prefills if _user(p) == "Tell me about Rome."), None))
         await until_quiet(r.stage)
@@ -202,7 +219,7 @@ async def test_a_turn_resumed_after_a_speculative_start_is_one_turn_one_request_
 
 async def test_cancel_during_the_speculative_window_is_quiescent(tmp_path: Path) -> None:
     heard = ByLength([(0.0, "Tell me about Rome."), (2.0, ROME)])
-    async with rig(tmp_path, heard) as r:
+    async with rig(tmp_path, heard, probability=0.3) as r:
         r.llm.prefill_s = 60.0  # a prefill that only a stop ends
         conversation = r.stage.binding.conversation
         r.say("rome_about")

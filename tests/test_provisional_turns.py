@@ -1,0 +1,122 @@
+"""A turn a pause ended is provisional: taken back before any of its reply is heard, it leaves no trace in the
+conversation; once heard (or once a tool runs, or a retry is shown) it is on the record like any other."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from adapters.contract import CancelSignal, ToolSpec
+from engine.events import TurnWithdrawn
+from engine.history import build_history
+from engine.inbox import UserInput
+from engine.invariants import violations
+from engine.journal import Journal, read_events
+from engine.testing import Hang, Pause, failure, reply, tool_reply
+from engine.tools import Tool, ToolRegistry
+from tests.engine_kit import kit
+
+pytestmark = pytest.mark.anyio
+HALF, WHOLE = "Tell me about Rome.", "Tell me about Rome and its history."
+
+
+def test_a_held_turn_reaches_the_disk_only_when_committed(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    with Journal(path) as journal:
+        journal.append("session/start", version="x")
+        journal.hold(1)
+        journal.append("turn/start", turn=1, source="voice")
+        journal.append("barge_in/onset_paused", onset=1.0)  # not the turn's: written at once
+        assert [e["type"] for e in read_events(path)] == ["session/start", "barge_in/onset_paused"]
+        assert [e["type"] for e in journal.events][-2:] == ["turn/start", "barge_in/onset_paused"], "readable"
+        journal.commit()
+        assert [(e["seq"], e["type"]) for e in read_events(path)] == [
+            (1, "session/start"),
+            (2, "barge_in/onset_paused"),
+            (3, "turn/start"),
+        ]
+        assert journal.events[-2]["seq"] == 3
+
+
+def test_a_withdrawn_turn_never_reaches_the_disk(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    with Journal(path) as journal:
+        journal.hold(1)
+        journal.append("turn/start", turn=1, source="voice")
+        journal.append("user/message", turn=1, text=HALF)
+        dropped = journal.withdraw()
+        assert [e["type"] for e in dropped] == ["turn/start", "user/message"]
+        assert journal.events == []
+        journal.append("turn/start", turn=1, source="voice")
+    assert [(e["seq"], e["type"]) for e in read_events(path)] == [(1, "turn/start")]
+
+
+async def test_going_on_before_the_reply_is_heard_leaves_one_turn(tmp_path: Path) -> None:
+    slow = [Pause(5.0), *reply("Rome was founded long ago.")]
+    async with kit(tmp_path, [slow, reply("Rome grew from a village into an empire.")]) as k:
+        half = UserInput(HALF, "voice", provisional=True)
+        k.conversation.submit(half)
+        await k.until(lambda: bool(k.llm.calls), "the request")
+        assert k.conversation.withdraw(half)
+        assert not k.conversation.withdraw(half), "once"
+        k.conversation.submit(UserInput(WHOLE, "voice", provisional=True))
+        await k.until_turn_ended(1)
+        events = read_events(k.journal.path)
+    assert [e["text"] for e in events if e["type"] == "user/message"] == [WHOLE]
+    assert [(e["turn"], e["outcome"]) for e in events if e["type"] == "turn/end"] == [(1, "completed")]
+    assert [e["requests"] for e in events if e["type"] == "llm/withdrawn"] == [1], "the request sent is on record"
+    assert [m.content for m in build_history(events) if m.role == "user"] == [WHOLE]
+    assert violations(events) == []
+    assert [e.turn for e in k.events if isinstance(e, TurnWithdrawn)] == [1]
+
+
+async def test_a_queued_input_is_simply_taken_out(tmp_path: Path) -> None:
+    async with kit(tmp_path, [[Hang()]]) as k:
+        k.submit("first")
+        await k.until(lambda: bool(k.llm.calls), "the first turn")
+        queued = UserInput(HALF, "voice", provisional=True)
+        k.conversation.submit(queued)
+        assert k.conversation.withdrawable(queued)
+        assert k.conversation.withdraw(queued)
+        assert len(k.conversation.inbox) == 0
+
+
+async def test_a_reply_once_heard_cannot_be_taken_back(tmp_path: Path) -> None:
+    story = reply("Once upon a time there was a dragon. " * 5)
+    async with kit(tmp_path, [story]) as k:
+        half = UserInput(HALF, "voice", provisional=True)
+        k.conversation.submit(half)
+        await k.until(lambda: any(s.played_ms > 0 for s in k.speech.report(1)), "the reply heard")
+        await k.until(lambda: bool(k.of_type("turn/start", 1)), "the turn committed")
+        assert not k.conversation.withdrawable(half)
+        assert not k.conversation.withdraw(half)
+        await k.until_turn_ended(1)
+    assert [e["outcome"] for e in k.of_type("turn/end")] == ["completed"]
+
+
+async def test_a_tool_call_commits_the_turn_before_it_runs(tmp_path: Path) -> None:
+    ran: list[str] = []
+
+    async def note(arguments: str, signal: CancelSignal) -> str:
+        ran.append(arguments)
+        return "noted"
+
+    tools = ToolRegistry([Tool(ToolSpec("note", "take a note"), note)])
+    scripts = [tool_reply("note", ['{"text": "milk"}']), [Pause(5.0), *reply("Noted.")]]
+    async with kit(tmp_path, scripts, tools=tools) as k:
+        item = UserInput("Note milk.", "voice", provisional=True)
+        k.conversation.submit(item)
+        await k.until(lambda: bool(ran), "the tool")
+        assert [e["type"] for e in k.of_type("tool/call")] == ["tool/call"], "on disk before it ran"
+        assert not k.conversation.withdraw(item), "it acted on the world: no longer provisional"
+        await k.until_turn_ended(1)
+
+
+async def test_a_retry_shown_to_the_user_commits_the_turn(tmp_path: Path) -> None:
+    async with kit(tmp_path, [failure("RATE_LIMITED"), [Hang()]]) as k:
+        item = UserInput(HALF, "voice", provisional=True)
+        k.conversation.submit(item)
+        await k.until(lambda: bool(k.of_type("llm/retry")), "the retry")
+        assert [e["type"] for e in k.of_type("turn/start")] == ["turn/start"]
+        assert not k.conversation.withdraw(item)
