@@ -293,8 +293,9 @@ class Conversation:
         self.gate.publish(TurnEnded(turn.id, outcome, failure, dict(record.metrics)))
 
     def _withdrawn(self, turn: Turn) -> None:
-        """No trace in the conversation: its events are dropped and its number is the next turn's. A request a
-        provider was sent stays on the record (as a speculative one would), without the words."""
+        """No trace in the conversation: its events are dropped (its number is not reused: a late tail of its
+        streams must never reach the next turn). A request a provider was sent stays on the record, as a
+        speculative one would, without the words."""
         dropped = self.parts.journal.withdraw()
         requests = [e for e in dropped if e["type"] == "llm/request"]
         if requests:
@@ -302,7 +303,6 @@ class Conversation:
             self.parts.journal.append("llm/withdrawn", requests=len(requests), provider=last["provider"],
                                       model=last["model"])  # fmt: skip
         self.parts.speech.release(turn.id)
-        self._next_id = turn.id
         self.gate.publish(TurnWithdrawn(turn.id))
 
     def _set_state(self, state: State, backoff: BackoffInfo | None) -> None:

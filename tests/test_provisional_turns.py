@@ -61,10 +61,10 @@ async def test_going_on_before_the_reply_is_heard_leaves_one_turn(tmp_path: Path
         assert k.conversation.withdraw(half)
         assert not k.conversation.withdraw(half), "once"
         k.conversation.submit(UserInput(WHOLE, "voice", provisional=True))
-        await k.until_turn_ended(1)
+        await k.until_turn_ended(2)
         events = read_events(k.journal.path)
     assert [e["text"] for e in events if e["type"] == "user/message"] == [WHOLE]
-    assert [(e["turn"], e["outcome"]) for e in events if e["type"] == "turn/end"] == [(1, "completed")]
+    assert [(e["turn"], e["outcome"]) for e in events if e["type"] == "turn/end"] == [(2, "completed")]
     assert [e["requests"] for e in events if e["type"] == "llm/withdrawn"] == [1], "the request sent is on record"
     assert [m.content for m in build_history(events) if m.role == "user"] == [WHOLE]
     assert violations(events) == []

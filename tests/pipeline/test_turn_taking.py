@@ -175,11 +175,13 @@ async def test_going_on_before_the_reply_is_heard_reopens_the_turn(tmp_path: Pat
         decided = [d.reason for d in r.stage.binding.ears.decisions]
         assert decided[0] == "model", "the fragment was decided as a turn before the speaker went on"
         assert [e["text"] for e in r.of("user/message")] == [ROME]
-        assert [(e["turn"], e["outcome"]) for e in r.of("turn/end")] == [(1, "completed")], "no aborted turn"
+        assert [(e["turn"], e["outcome"]) for e in r.of("turn/end")] == [(2, "completed")], "no aborted turn"
         assert len(r.of("turn/start")) == 1
         assert [e["requests"] for e in r.of("llm/withdrawn")] == [1], "the request sent is on the record"
         assert not r.of("barge_in/detected"), "going on is not interrupting"
         assert [getattr(e, "turn", None) for e in withdrawn] == [1]
+        assert 2 in r.stage.binding.metrics.first_audible, "the whole sentence's reply was played"
+        assert "ttfa_ms" in r.of("metrics/turn")[0]
 
 
 async def test_a_reply_heard_before_the_speaker_goes_on_is_interrupted_not_reopened(tmp_path: Path) -> None:
@@ -247,3 +249,26 @@ async def test_the_user_still_interrupts_a_reply(tmp_path: Path) -> None:
 
 def _user(options: Any) -> str:
     return str(options.messages[-1].content)
+
+
+async def test_figures_are_words(tmp_path: Path) -> None:
+    """A person reading out digits: Whisper writes figures, which are words to answer, not noise to drop."""
+    async with rig(tmp_path, ByLength([(0.0, "1 0 0 0 1 9 0 2 1 0")])) as r:
+        r.say("q_weather")
+        await until_quiet(r.stage)
+        assert [e["text"] for e in r.of("user/message")] == ["1 0 0 0 1 9 0 2 1 0"]
+        assert not r.of("utterance/dropped")
+
+
+@pytest.mark.parametrize(("heard", "reason"), [("", "no words"), ("Mm-hmm.", "only fillers")])
+async def test_an_utterance_dropped_is_on_the_record_with_its_reason_span_and_level(
+    tmp_path: Path, heard: str, reason: str
+) -> None:
+    async with rig(tmp_path, ByLength([(0.0, heard)])) as r:
+        speech_end = r.say("q_weather")
+        await until_quiet(r.stage)
+        assert not r.of("turn/start")
+        (dropped,) = r.of("utterance/dropped")
+        assert dropped["reason"] == reason
+        assert dropped["start"] < speech_end <= dropped["end"] + 0.5
+        assert -40 < dropped["level_dbfs"] < 0, "the clip's speech level, not its silence"
