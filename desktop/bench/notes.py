@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from adapters.asr.whisper import CPU_THREADS
+from desktop.bench.real_runs import LEVELS_DBFS, ROOM_DBFS, real_notes
 from desktop.bench.rows import Measured
 from desktop.bench.scenarios import Run, aborted_metric, metric, ttfas
 from desktop.bench.sessions import BARGE_IN_AFTER_S, SPOKEN_EVERY
@@ -40,6 +41,7 @@ def footnotes(m: Measured) -> list[str]:
         "to play as the Player does, the loudspeaker rig simulating the echo path); idle_cpu_pct_headset: the same "
         "session without the loudspeaker rig and canceller. The VAD's energy gate keeps Silero off in a silent room.",
         _soak_note(m.soak, m.plan_soak),
+        *_real_notes(m),
     ]
     if m.self_described:
         notes.append("self-interruptions: " + "; ".join(m.self_described))
@@ -181,3 +183,29 @@ def _soak_note(soak: Soak | None, cycles: int) -> str:
     if quiesce:
         tail += f"; their quiesce_ms p50 {percentile(quiesce, 50):.0f}, p95 {percentile(quiesce, 95):.0f}"
     return head + tail + "."
+
+
+def _real_notes(m: Measured) -> list[str]:
+    if not m.real:
+        return []
+    note = (
+        f"real_*: {len(m.real)} recordings of real people (assets/real_speech: ten read sentences, the first ones "
+        f"also at {', '.join(f'{x:g}' for x in LEVELS_DBFS)} dBFS, with and without a meeting room's tone at "
+        f"{ROOM_DBFS:g} dBFS, and each turn of both speakers of a telephone conversation, its pauses kept), each "
+        "said once into a fresh fixture session (`run --fast`). real_wer pools every clip's user messages against "
+        "its transcript; real_ttfa_ms is read off the signals as ttfa_ms is, the end of speech being where the "
+        "voice falls 20 dB under its own level."
+    )
+    return [note, *real_notes(m.real), *_pulse_texts(m)]
+
+
+def _pulse_texts(m: Measured) -> list[str]:
+    """Where PulseAudio heard a read sentence otherwise than the fixture path did."""
+    if not isinstance(m.real_pulse, list):
+        return []
+    fixture = {t.clip.name: t.texts for t in m.real if t.group == "sentence"}
+    return [
+        f"real on PulseAudio {t.clip.name}: {list(t.texts)} (fixture path: {list(fixture.get(t.clip.name, ()))})"
+        for t in m.real_pulse
+        if fixture.get(t.clip.name) is not None and len(t.texts) != len(fixture[t.clip.name])
+    ]

@@ -7,6 +7,8 @@ from typing import Any
 
 from desktop.bench.http_provider import HttpRuns
 from desktop.bench.models import LlmTimes
+from desktop.bench.real_pulse import PulseTurn
+from desktop.bench.real_runs import RealTurn, real_rows
 from desktop.bench.scenarios import Heard, Run, Stop, aborted_metric, metric, ttfas
 from desktop.bench.soak import Soak
 from desktop.bench.table import Row, Target, not_measured, row
@@ -38,6 +40,8 @@ class Measured:
     pulse: Any = None  # desktop.bench.pulse.PulseRuns, or why it could not be measured
     soak: Soak | None = None
     clips: list[ClipRun] = field(default_factory=list)  # the end-of-turn fixtures through the pipeline
+    real: list[RealTurn] = field(default_factory=list)  # real people's recordings through the pipeline
+    real_pulse: list[PulseTurn] | str | None = None  # the read sentences on PulseAudio (None: not asked for)
 
     @property
     def runs(self) -> list[Run]:
@@ -67,9 +71,16 @@ def rows(m: Measured) -> list[Row]:
         row("llm_tokens_per_s", m.llm.tokens_per_s, None),
         row("idle_cpu_pct", m.idle_cpu, IDLE, note="% of one core"),
         row("idle_cpu_pct_headset", m.idle_cpu_headset, None, note="the same without the loudspeaker rig"),
+        *real_rows(m.real, pulse_ttfa=_real_pulse_ttfa(m.real_pulse)),
         *_soak_rows(m.soak, m.plan_soak),
         *(_pulse_rows(m.pulse) if m.devices == "pulse" else []),
     ]
+
+
+def _real_pulse_ttfa(turns: list[PulseTurn] | str | None) -> list[float] | str | None:
+    if turns is None or isinstance(turns, str):
+        return turns
+    return [t.ttfa_ms for t in turns if t.ttfa_ms is not None]
 
 
 def _http_row(http: HttpRuns | str) -> Row:

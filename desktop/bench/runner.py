@@ -16,6 +16,7 @@ from adapters.llm.local import LocalLlamaAdapter
 from desktop.bench import models as model_bench
 from desktop.bench.http_provider import HttpRuns, Unavailable, stalled_barge_ins
 from desktop.bench.notes import footnotes
+from desktop.bench.real_runs import RealPlan, real_runs
 from desktop.bench.rows import Measured, rows
 from desktop.bench.scenarios import (
     Hearing,
@@ -50,10 +51,11 @@ class Plan:
     llm_tokens: int = 128
     loudspeaker: int = 10  # uninterrupted and as many interrupted replies on the looped-back PulseAudio speaker
     turn_clips: int | None = None  # the end-of-turn fixtures run through the pipeline (None: all 40)
+    real: RealPlan = field(default_factory=RealPlan)  # real people's recordings
 
 
 QUICK = Plan(barge_in=0, echo=1, http=1, soak=3, idle_s=1.0, asr_reps=1, tts_reps=1, tts_sentences=2, llm_reps=1,
-             llm_tokens=32, turn_clips=2, loudspeaker=1)  # fmt: skip
+             llm_tokens=32, turn_clips=2, loudspeaker=1, real=RealPlan(2, 1, False))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,7 @@ async def _measure(plan: Plan, devices: str, progress: Callable[[str], None]) ->
         clips = turn_clips()
         clips = clips if plan.turn_clips is None else clips[: plan.turn_clips // 2] + clips[-plan.turn_clips // 2 :]
         measured.clips = await clip_runs(config, root / "turns", clips, progress)
+        measured.real = await real_runs(models, root / "real", plan.real, progress)
         measured.http = await _http(config, root, plan.http, progress)
         if devices == "pulse":
             await _pulse(measured, models, root, plan, progress)
@@ -177,3 +180,20 @@ async def _pulse(measured: Measured, models: Models, root: Path, plan: Plan, pro
         measured.pulse = str(error)
     except TimeoutError as error:
         measured.pulse = f"a run did not finish: {error}"
+    await _real_pulse(measured, models, root, plan, progress)
+
+
+async def _real_pulse(
+    measured: Measured, models: Models, root: Path, plan: Plan, progress: Callable[[str], None]
+) -> None:
+    from desktop.bench.pulse import PulseUnavailable
+    from desktop.bench.real_pulse import real_pulse_turns
+    from desktop.bench.real_speech import sentences
+
+    try:
+        clips = sentences()[: plan.real.sentences]
+        measured.real_pulse = await real_pulse_turns(models, root / "real_pulse", clips, progress)
+    except PulseUnavailable as error:
+        measured.real_pulse = str(error)
+    except TimeoutError as error:
+        measured.real_pulse = f"a run did not finish: {error}"

@@ -7,8 +7,12 @@ import re
 import numpy as np
 import numpy.typing as npt
 
+from audio.levels import speech_level_dbfs
+
 Samples = npt.NDArray[np.float32]
 ONSET_RMS = 0.01  # a 10 ms window this loud (about -40 dBFS) is speech, not the clip's noise floor
+END_BELOW_DB = 20.0  # speech ends where it falls this far under its own level (-40 dBFS for a -20 dBFS voice)
+NOISE_MARGIN_DB = 6.0  # ...and above the clip's noise floor by this much
 SILENT_ABS = 1e-3  # the output counts as silent below this (the pipeline test's threshold)
 _NUMBERS = "zero one two three four five six seven eight nine ten eleven twelve".split()
 
@@ -25,13 +29,17 @@ def onset_s(samples: Samples, rate: int) -> float:
 
 
 def offset_s(samples: Samples, rate: int) -> float | None:
-    """Seconds from the clip's start to the end of its last 10 ms window louder than ONSET_RMS (None if none)."""
+    """Seconds from the clip's start to the end of its last 10 ms window of speech (None if none): louder than
+    END_BELOW_DB under the clip's speech level (and clear of its noise floor), so a soft speaker's voice ends
+    where it does, not where it falls under a fixed level (-40 dBFS is only 8 dB under a real -32 dBFS voice)."""
     window = max(1, rate // 100)
     usable = len(samples) // window * window
     if usable == 0:
         return None
-    rms = np.sqrt(np.mean(np.square(samples[:usable].reshape(-1, window)), axis=1))
-    loud = np.flatnonzero(rms > ONSET_RMS)
+    power = np.mean(np.square(samples[:usable].reshape(-1, window), dtype=np.float64), axis=1)
+    threshold = max(10 ** (speech_level_dbfs(samples) / 10) * 10 ** (-END_BELOW_DB / 10), ONSET_RMS**2 / 100)
+    threshold = max(threshold, float(np.percentile(power, 10)) * 10 ** (NOISE_MARGIN_DB / 10))
+    loud = np.flatnonzero(power > threshold)
     return float((loud[-1] + 1) * window / rate) if len(loud) else None
 
 
