@@ -38,6 +38,7 @@ from desktop.model.facts import (
     TalkChanged,
     TurnStopped,
 )
+from desktop.model.hearing import DIDNT_CATCH
 from desktop.model.keyring_store import KeyStore, StoredKey
 from desktop.model.reading import heard_so_far
 from desktop.model.settings_rules import stale_problems, try_connection
@@ -46,7 +47,7 @@ from desktop.model.wording import internal_error, journal_unwritable, missing_mo
 from desktop.pipeline.parts import LlmChoice, llm_choice
 from engine.clock import Clock, MonotonicClock
 from engine.conversation import Conversation
-from engine.events import State, StateChanged, TurnEnded
+from engine.events import State, StateChanged, TurnEnded, TurnStarted
 from engine.inbox import UserInput
 from engine.journal import REDACTED, JournalCorrupt, read_events
 from engine.tools import ToolRegistry
@@ -255,6 +256,8 @@ class Session(Board):
 
     def _on_engine(self, event: Any) -> None:
         self.publish(event)
+        if isinstance(event, TurnStarted):
+            self.clear_problem(DIDNT_CATCH)  # heard this time
         if isinstance(event, TurnEnded):
             self._after_turn(event)
 

@@ -114,7 +114,8 @@ class BubbleWidget(QFrame):
         self.note.setVisible(bool(bubble.note))
         self.setToolTip(when(bubble))
         self.fit(self.widest)
-        self.setVisible(not bubble.withdrawn)
+        if bubble.withdrawn:
+            self.hide()
         name = "bubble_failed" if bubble.failed else f"bubble_{bubble.role}"
         if self.objectName() != name:
             self.setObjectName(name)

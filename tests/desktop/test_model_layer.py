@@ -13,7 +13,16 @@ from desktop.model.facts import TurnStopped
 from desktop.model.trace_model import TraceBook
 from desktop.model.transcript_model import TranscriptModel, unheard_rest
 from desktop.model.wording import countdown, failure_reason, state_label
-from engine.events import AttemptFailed, BackoffInfo, ReplyHeard, State, TextGenerated, TurnEnded, TurnStarted
+from engine.events import (
+    AttemptFailed,
+    BackoffInfo,
+    ReplyHeard,
+    State,
+    TextGenerated,
+    TurnEnded,
+    TurnStarted,
+    TurnWithdrawn,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 QT_FREE = [
@@ -82,6 +91,21 @@ def test_a_reply_streams_then_settles_and_a_failed_attempt_is_discarded() -> Non
     model.handle(TurnEnded(1, "aborted"))
     assert (bubble.heard, bubble.unheard, bubble.interrupted, bubble.settled) == ("Hello there,", "friend.", True, True)
     assert changes[:2] == ["user+", "assistant+"]
+
+
+def test_a_withdrawn_turn_leaves_the_transcript() -> None:
+    """The person went on before hearing a reply: their half sentence and its "Thinking…" go; the whole one comes."""
+    model = TranscriptModel()
+    changed: list[tuple[str, bool]] = []
+    model.on_change(lambda bubble, new: changed.append((bubble.role, bubble.withdrawn)))
+    model.handle(TurnStarted(1, "voice", "Tell me about Rome."))
+    model.handle(TurnWithdrawn(1))
+    model.handle(TurnStarted(2, "voice", "Tell me about Rome and its history."))
+    assert [(b.role, b.text) for b in model.bubbles] == [
+        ("user", "Tell me about Rome and its history."),
+        ("assistant", ""),
+    ]
+    assert ("user", True) in changed and ("assistant", True) in changed, "the views were told to hide them"
 
 
 def test_the_trace_keeps_attempts_retries_and_timings_with_causes_in_plain_words() -> None:
