@@ -72,6 +72,14 @@ class OnsetResumed:
 
 
 @dataclass(frozen=True)
+class EchoRunDropped:
+    """A speech run from `at` to `end` that the played signal explained: Parley's own voice, not the user's."""
+
+    at: float
+    end: float
+
+
+@dataclass(frozen=True)
 class EchoProtectionLost:
     """Parley can no longer tell its own voice from the user's (no echo canceller, or one that stopped removing
     the echo): barge-in is push-to-talk only until EchoProtectionRestored."""

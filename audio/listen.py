@@ -17,6 +17,7 @@ from audio.events import (
     CaptureFailed,
     EchoProtectionLost,
     EchoProtectionRestored,
+    EchoRunDropped,
     OnsetPaused,
     OnsetResumed,
     SpeechEnded,
@@ -37,6 +38,7 @@ ListenEvent = (
     | OnsetResumed
     | EchoProtectionLost
     | EchoProtectionRestored
+    | EchoRunDropped
 )
 KEEP_S = 2.0
 IDLE_FRAMES = 3  # frames a paced source hands over per wake-up of the loop in a silent room (60 ms at 20 ms)
@@ -263,6 +265,7 @@ class Listener:
             if isinstance(event, SpeechStarted) and self._echo_run(event.at, now):
                 self._held = event
             elif isinstance(event, SpeechEnded) and self._held is not None:
+                on_event(EchoRunDropped(self._held.at, event.at))
                 self._held = None
                 self.echo_runs += 1
             else:

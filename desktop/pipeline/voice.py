@@ -34,6 +34,7 @@ from audio.events import (
     EchoCancellerUnavailable,
     EchoProtectionLost,
     EchoProtectionRestored,
+    EchoRunDropped,
     OnsetPaused,
     OnsetResumed,
     PlaybackFailed,
@@ -384,6 +385,8 @@ class VoicePipeline:
             self._protection(event)
         elif isinstance(event, OnsetPaused | OnsetResumed):
             self._onset(event)
+        elif isinstance(event, EchoRunDropped):  # on the record like any speech the ears do not take
+            self._record("utterance/dropped", reason="echo", detail="", start=event.at, end=event.end)
         elif self._binding is not None and self._listening and self.unheard is None:
             self._binding.ears.on_event(event)
 
