@@ -228,3 +228,25 @@ async def test_a_pause_that_begins_during_a_partial_pass_gets_its_early_pass_rig
         incremental.append(_speech(0.5), 1000.5)
         assert await until(lambda: incremental.passes == 2), "no rest of 10 s before the pause's words are heard"
         assert incremental.covered_until == 1000.764
+
+
+async def test_a_reopened_utterance_is_transcribed_whole_by_one_run() -> None:
+    """The speaker went on after `finish`: one new `run` takes over (the old one ends), the next `finish` reads
+    everything, the pause included."""
+    clock = VirtualClock()
+    heard = FakeTranscriber(step_s=0.001)
+    incremental = IncrementalTranscriber(heard, clock, interval_s=0.2)
+    async with _running(incremental) as signal:
+        incremental.append(_speech(0.5), clock.now())
+        assert await until(lambda: incremental.passes == 1)
+        first = await incremental.finish(signal)
+        incremental.reopen()
+        again = asyncio.create_task(incremental.run(signal))
+        incremental.append(_quiet(0.6), clock.now())
+        incremental.append(_speech(0.5), clock.now())
+        await clock.advance(0.3)
+        assert await until(lambda: incremental.passes == 2)
+        whole = await incremental.finish(signal)
+        await asyncio.wait({again})
+    assert first.duration_s == pytest.approx(0.5)
+    assert whole.duration_s == pytest.approx(1.6)

@@ -64,6 +64,7 @@ class IncrementalTranscriber:
         self._latest: Transcript | None = None
         self._wake = asyncio.Event()
         self._ended = False
+        self._generation = 0  # one `run` at a time: a reopened utterance's run replaces the one `finish` ended
         self._resting: anyio.CancelScope | None = None
         self._pass_lock = asyncio.Lock()
         self._early = False  # a pause began after words no pass has heard: transcribe them now, not after the rest
@@ -110,11 +111,13 @@ class IncrementalTranscriber:
     async def run(self, signal: CancelSignal) -> None:
         """Re-transcribe at most every `interval_s` (once `min_new_s` of new sound is in) until `finish` or `signal`."""
         unsubscribe = signal.on_cancel(self._on_cancel)
+        generation = self._generation
         try:
             while True:
-                await self._wake.wait()
-                self._wake.clear()
-                if self._ended or signal.cancelled:
+                if not self._due():  # (a wake-up another run consumed is not missed)
+                    await self._wake.wait()
+                    self._wake.clear()
+                if self._ended or signal.cancelled or generation != self._generation:
                     return
                 if not self._due():
                     continue  # too little new sound to change the result; wait for more
@@ -132,6 +135,8 @@ class IncrementalTranscriber:
     def reopen(self) -> None:
         """More speech after `finish`: the utterance goes on (`run` it again); the next `finish` covers it all."""
         self._ended = False
+        self._generation += 1
+        self._stop_waiting()  # the run `finish` ended, if it has not noticed yet, sees it was replaced
         self.reused_final = False
 
     def pause_began(self, since: float) -> None:
