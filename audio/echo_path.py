@@ -32,6 +32,10 @@ MAX_LAG_CHUNKS = round(MAX_DELAY_S * 100)
 NO_ECHO_AFTER = 2  # estimates finding no echo before the path is taken for a headset's (learned from the loudest)
 DECIMATE = 4  # the delay is looked for at 4 kHz (a 0.25 ms grid, for a 10 ms one needed)
 DELAY_MIN_CORRELATION = 0.35  # below this the microphone holds more than the echo: no estimate
+# a known delay gives way at once only to an estimate this sure, else to two estimates in a row that agree: a voice
+# the VAD had not yet told of, under the echo, draws one weak estimate tens of chunks off, and the echo at the old
+# delay then goes unexplained and is taken for the user; a path that really moved in a noisy room is found twice
+DELAY_MOVE_CORRELATION = 0.7
 SPREAD = 3  # chunks either side of the delay the echo may come from (a drifting loopback, a room's early echoes)
 DECAY = 10 ** (-1.5 / 10)  # a room's echo dies away no faster than 1.5 dB per 10 ms
 MARGIN = 4.0  # 6 dB: microphone power up to this times the explained echo is echo
@@ -89,6 +93,7 @@ class EchoPath:
         self._noise = np.full(bands, 1e-9)
         self._active_chunks = 0
         self._unfound = 0  # delay estimates in a row that found no echo
+        self._unsure: int | None = None  # a weak estimate's delay: taken if the next estimate agrees
         self._due = False  # estimate the delay at the next chunk of playback
         self._learned = 0
 
@@ -195,6 +200,11 @@ class EchoPath:
         self._learned += 1
         self.calibrated = self._learned >= 30
 
+    def _doubts(self, delay: int, correlation: float) -> bool:
+        """A weak estimate that would move a known delay."""
+        moves = self.delay_chunks is not None and delay != self.delay_chunks
+        return moves and DELAY_MIN_CORRELATION <= correlation < DELAY_MOVE_CORRELATION
+
     def _track_delay(self, ref_bands: np.ndarray) -> None:
         if np.sum(ref_bands) < ACTIVE_POWER:
             return
@@ -207,7 +217,12 @@ class EchoPath:
             return  # too little heard without a voice over it: again at the next chunk played
         self._due = False
         delay, correlation = measured
-        if correlation >= DELAY_MIN_CORRELATION:
+        unsure, self._unsure = self._unsure, None
+        if self._doubts(delay, correlation) and unsure != delay:
+            log.debug("echo path delay kept at %s chunks (%d unsure, correlation %.2f)",
+                      self.delay_chunks, delay, correlation)  # fmt: skip
+            self._unsure = delay
+        elif correlation >= DELAY_MIN_CORRELATION:
             if delay != self.delay_chunks:
                 log.debug("echo path delay %s -> %d chunks (correlation %.2f)", self.delay_chunks, delay, correlation)
             self.delay_chunks = delay
