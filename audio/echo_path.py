@@ -32,9 +32,10 @@ MAX_LAG_CHUNKS = round(MAX_DELAY_S * 100)
 NO_ECHO_AFTER = 2  # estimates finding no echo before the path is taken for a headset's (learned from the loudest)
 DECIMATE = 4  # the delay is looked for at 4 kHz (a 0.25 ms grid, for a 10 ms one needed)
 DELAY_MIN_CORRELATION = 0.35  # below this the microphone holds more than the echo: no estimate
-# a known delay gives way at once only to an estimate this sure, else to two estimates in a row that agree: a voice
-# the VAD had not yet told of, under the echo, draws one weak estimate tens of chunks off, and the echo at the old
-# delay then goes unexplained and is taken for the user; a path that really moved in a noisy room is found twice
+# a known delay moves beyond its SPREAD at once only for an estimate this sure, else for two in a row that agree:
+# a voice the VAD had not yet told of, under the echo, draws one weak estimate tens of chunks off, and the echo at
+# the old delay then goes unexplained and is taken for the user; a path that really moved in a noisy room is found
+# twice
 DELAY_MOVE_CORRELATION = 0.7
 SPREAD = 3  # chunks either side of the delay the echo may come from (a drifting loopback, a room's early echoes)
 DECAY = 10 ** (-1.5 / 10)  # a room's echo dies away no faster than 1.5 dB per 10 ms
@@ -201,8 +202,8 @@ class EchoPath:
         self.calibrated = self._learned >= 30
 
     def _doubts(self, delay: int, correlation: float) -> bool:
-        """A weak estimate that would move a known delay."""
-        moves = self.delay_chunks is not None and delay != self.delay_chunks
+        """A weak estimate that would move a known delay beyond the spread it already covers."""
+        moves = self.delay_chunks is not None and abs(delay - self.delay_chunks) > SPREAD
         return moves and DELAY_MIN_CORRELATION <= correlation < DELAY_MOVE_CORRELATION
 
     def _track_delay(self, ref_bands: np.ndarray) -> None:
