@@ -48,7 +48,8 @@ from engine.clock import Clock, MonotonicClock
 from engine.conversation import Conversation
 from engine.events import State, StateChanged, TurnEnded
 from engine.inbox import UserInput
-from engine.journal import REDACTED, JournalCorrupt, read_events
+from engine.journal import JournalCorrupt, read_events
+from engine.redact import Redactor
 from engine.tools import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -282,7 +283,7 @@ class Session(Board):
             self.raise_problem(self.problems.get("missing_model") or no_engine())
             return False
         if self._key is not None:
-            item = replace(item, text=item.text.replace(self._key.secret.reveal(), REDACTED))
+            item = replace(item, text=Redactor([self._key.secret.reveal()]).text(item.text))
         self.conversation.submit(item)
         return True
 
