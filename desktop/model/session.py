@@ -142,8 +142,13 @@ class Session(Board):
         """Ask the provider of `config` whether it answers (with `key`, else the stored one); `done` gets the
         verdict in words, on the loop thread."""
 
+        typed = _secret(key)
+        if key.strip() and typed is None:  # never test the stored key in place of one the person typed wrong
+            done(False, "The API key typed here is not a usable key (printable ASCII, no spaces); fix it or clear it")
+            return
+
         async def probe() -> None:
-            secret = _secret(key) or (self._key.secret if self._key else None)
+            secret = typed or (self._key.secret if self._key else None)
             done(*await run_blocking(lambda: try_connection(config, secret)))
 
         if self._tasks is not None:
