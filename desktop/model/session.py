@@ -201,6 +201,7 @@ class Session(Board):
         """The conversation could not go on (its journal could not be written, or a bug): no engine until the
         settings or the conversation change; typed input is refused with the reason, not swallowed."""
         self.conversation = None
+        self._shown = None  # opened again, it shows what was saved, not what was on the screen
         if isinstance(error, JournalWriteFailed):
             self._closed_by = journal_failed(self.journal_path, error)
             why = "cannot save the conversation"
@@ -384,8 +385,9 @@ class Session(Board):
         self.continue_conversation(new_journal_path(self.journal_dir))
 
     def continue_conversation(self, journal: Path) -> None:
-        """Go on with a conversation (a past one's journal): the engine is rebuilt on it, its history with it."""
-        if journal == self.journal_path:
+        """Go on with a conversation (a past one's journal): the engine is rebuilt on it, its history with it. The
+        one shown is opened again only when it stopped (its disk filled up, another Parley had it)."""
+        if journal == self.journal_path and self.conversation is not None:
             return
         self._stopping("conversation")
         self.journal_path = journal

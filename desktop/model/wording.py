@@ -249,7 +249,8 @@ def journal_failed(path: Path, error: Exception) -> Problem:
     """The journal stopped taking events mid-conversation (a full disk): what was said before is on disk."""
     return Problem(
         f"Cannot save the conversation: {error}",
-        "Free some disk space, then restart Parley: the conversation opens where it stopped. "
+        "Free some disk space, then open it again from Past conversations (or restart Parley): it goes on where "
+        "it stopped. "
         "Nothing you type now can be kept, so Parley is not answering",
         "journal",
     )

@@ -242,9 +242,8 @@ class MainWindow(QMainWindow):
         clipboard.setText(plain_text(self.transcript_model.bubbles))
 
     def open_conversations(self) -> None:
-        dialog = ConversationsDialog(
-            self.session.journal_dir, self.session.journal_path, self.session.continue_conversation, self
-        )
+        running = self.session.journal_path if self.session.conversation is not None else None  # else: reopen it
+        dialog = ConversationsDialog(self.session.journal_dir, running, self.session.continue_conversation, self)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.open()
 

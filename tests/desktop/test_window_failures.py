@@ -21,6 +21,7 @@ from desktop.model.conversations import list_conversations
 from desktop.model.session import Session
 from desktop.model.voice import SimulatedVoice
 from desktop.qt.busy import ComeForward, ask_to_come_forward
+from desktop.qt.conversations_dialog import ConversationsDialog
 from desktop.qt.window import MainWindow
 from engine.clock import MonotonicClock
 from engine.events import State
@@ -80,6 +81,14 @@ def test_a_full_disk_stops_the_conversation_says_so_keeps_typing_and_quitting_wo
                 qtbot.keyClick(window.controls.message, Qt.Key.Key_Return)
                 assert window.controls.message.text() == "are you there", "kept: it could not be saved"
                 assert "ENOSPC" in window.banners.banners["journal"].label.text()
+                (disk / "filler").unlink()  # space again: opened from Past conversations, it goes on
+                _continue_from_past_conversations(window, first)
+                await until(lambda: session.conversation is not None, what="opened again")
+                assert "journal" not in window.banners.banners
+                assert window.chip.text() == "Ready"
+                assert [b.text for b in window.transcript_model.bubbles if b.role == "user"][:1] == ["Hello"]
+                await _ask(window, "Still there?")
+                fill(disk)
                 window.menu.actions["new"].trigger()  # Ctrl+N on the full disk: refused, said, not stuck
                 await until(lambda: session.journal_path != first and _said(window, str(session.journal_path)))
                 await _quit(window)
@@ -91,10 +100,21 @@ def test_a_full_disk_stops_the_conversation_says_so_keeps_typing_and_quitting_wo
         assert not found.bad
         assert not found.torn
         said = [e["text"] for e in found.events if e["type"] == "user/message"]
-        assert said[:1] == ["Hello"], "the first turn, on disk before it filled up, is kept"
+        assert said[0] == "Hello", "the first turn, on disk before it filled up, is kept"
+        assert said[-1] == "Still there?"
+        assert violations(found.events) == []
         assert {"turn": 1, "outcome": "completed"}.items() <= next(
             e for e in found.events if e["type"] == "turn/end"
         ).items()
+
+
+def _continue_from_past_conversations(window: MainWindow, journal: Path) -> None:
+    window.open_conversations()
+    (dialog,) = [d for d in window.findChildren(ConversationsDialog) if d.isVisible()]
+    (row,) = [i for i in range(dialog.list.count()) if dialog.list.item(i).toolTip() == str(journal)]
+    dialog.list.setCurrentRow(row)
+    assert dialog.continue_button.isEnabled(), "the stopped conversation can be opened again"
+    dialog.continue_button.click()
 
 
 _HOLD = """
