@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -217,6 +219,73 @@ def test_asking_to_show_the_other_window_says_so_when_nobody_answers(run: Any, t
                 await _quit(window)
 
         run(scenario())
+
+
+def test_a_second_window_on_the_conversation_brings_the_first_forward_and_closes(run: Any, tmp_path: Path) -> None:
+    """Two real windows (processes) on one data folder: the second is refused the conversation, asks the first to
+    come forward, and goes; the first keeps its record whole and still closes in order."""
+    sessions = tmp_path / "sessions"
+    first = _window_process(tmp_path, sessions)
+    try:
+        theirs = _wait_for_journal(first, sessions)
+        before = read_events(theirs)
+        session = _session(sessions, resume=True)
+        assert session.journal_path == theirs
+
+        async def scenario() -> None:
+            async with running_window(session, tmp_path / "config.toml") as window:
+                await until(lambda: _busy_box(window) is not None, within=30, what="asked what to do")
+                box = _busy_box(window)
+                assert box is not None
+                _button(box, "Show the other window").click()
+                await until(window.closed.is_set, within=10, what="this window went; the other came forward")
+                assert "did not answer" not in _busy_text(window)
+
+        run(scenario(), within=60)
+        assert not (theirs.parent / "come-forward.request").exists(), "the first window took the request"
+        assert first.poll() is None, "the first window is still there"
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(timeout=60) == 143
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    events = read_events(theirs)
+    assert events[: len(before)] == before
+    assert [e["type"] for e in events].count("session/start") == 1, "the second window wrote nothing to it"
+    assert violations(events) == []
+
+
+def _busy_text(window: MainWindow) -> str:
+    return window.banners.banners["busy"].label.text() if "busy" in window.banners.banners else ""
+
+
+def _window_process(tmp_path: Path, sessions: Path) -> subprocess.Popen[bytes]:
+    """`parley` (the window, offscreen) on `sessions`, with a language model that is never reached and no
+    microphone (the simulated voice): it opens a conversation and holds it."""
+    config = tmp_path / "first.toml"
+    config.write_text(
+        '[llm]\nprovider = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'
+        '[audio]\ninput_device = "no such microphone"\n',
+        encoding="utf-8",
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PARLEY_")}
+    env |= {"PYTHONPATH": str(ROOT), "QT_QPA_PLATFORM": "offscreen", "XDG_DATA_HOME": str(tmp_path / "data")}
+    env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.null.Keyring"  # never the person's own keyring
+    argv = [sys.executable, "-m", "desktop.cli", "--config", str(config), "--journal-dir", str(sessions)]
+    return subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _wait_for_journal(process: subprocess.Popen[bytes], sessions: Path) -> Path:
+    """The first window's journal once it is open (bounded polling; the process must still run)."""
+    deadline = time.monotonic() + 60
+    while True:
+        assert process.poll() is None, f"the first window ended early with {process.returncode}"
+        found = next(iter(sessions.glob("*/journal.jsonl")), None)
+        if found is not None and any(e["type"] == "session/start" for e in read_events(found)):
+            return found
+        assert time.monotonic() < deadline, "the first window did not open its conversation"
+        time.sleep(0.05)
 
 
 def test_the_window_that_has_the_conversation_comes_forward_when_asked(run: Any, tmp_path: Path) -> None:
