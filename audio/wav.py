@@ -7,6 +7,7 @@ with it and what to do.
 from __future__ import annotations
 
 import errno
+import io
 import os
 import stat
 from pathlib import Path
@@ -15,7 +16,7 @@ import numpy as np
 import soundfile as sf
 
 from adapters.contract.pcm import resample, to_mono_float32
-from adapters.contract.private_files import open_private
+from adapters.contract.private_files import replacing
 from audio.events import WavError
 from audio.ports import RATE
 
@@ -38,8 +39,10 @@ def load_wav(path: str | Path, rate: int = RATE) -> np.ndarray:
 def save_wav(path: str | Path, samples: np.ndarray, rate: int) -> None:
     """Write mono audio as 16-bit PCM WAV, readable by its owner only (it may hold a conversation)."""
     clipped = np.clip(np.asarray(samples, dtype=np.float32), -1.0, 1.0)
-    with open_private(Path(path), "wb") as handle:
-        sf.write(handle, clipped, rate, subtype="PCM_16", format="WAV")
+    encoded = io.BytesIO()  # encoded in memory: libsndfile's own writes would hide a full disk in its callbacks
+    sf.write(encoded, clipped, rate, subtype="PCM_16", format="WAV")
+    with replacing(Path(path)) as handle:  # a full disk leaves no partial WAV
+        handle.write(encoded.getbuffer())
 
 
 def _check_path(path: Path) -> None:

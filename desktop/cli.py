@@ -8,16 +8,23 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from adapters.contract import LlmAdapter
-from desktop.errors import BadInput
+from desktop.errors import BadInput, disk_problem
+from desktop.terminal import printable, printable_output
 from engine.conversation import VERSION
-from engine.journal import JournalCorrupt
+from engine.journal import JournalBusy, JournalCorrupt, JournalWriteFailed
+from engine.journal_lock import writer_lock
+
+if TYPE_CHECKING:
+    from desktop.config import Config
+    from desktop.scenario import Scenario
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT = 0, 1, 2
 WINDOW_OPTIONS = ("--fixture", "--quit-when-ready", "--hands-free", "--config", "--journal-dir")  # `parley` + these
 EXIT_SIGNALLED = 128  # + the signal's number: 130 for Ctrl-C (SIGINT), 143 for SIGTERM, as shells report them
+_STOPS = (signal.SIGTERM, signal.SIGINT, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else []))  # HUP: no terminal
 MAX_SOAK = 10_000  # barge-in cycles: hours of soak already; more is a typo
 
 
@@ -27,7 +34,7 @@ class _Noted:
 
     def __init__(self) -> None:
         self.signal: signal.Signals | None = None
-        self._previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+        self._previous = {sig: signal.getsignal(sig) for sig in _STOPS}
         self.arm()
 
     def arm(self) -> None:
@@ -126,6 +133,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _run_session(args: argparse.Namespace, noted: _Noted) -> int:
+    from adapters.llm.secret import load_api_key
     from desktop.config import load, with_llm
     from desktop.scenario import load_scenario, scenario_path
 
@@ -138,8 +146,15 @@ def _run_session(args: argparse.Namespace, noted: _Noted) -> int:
         idle_timeout=args.idle_timeout,
     )
     scenario = load_scenario(scenario_path(args.fixture)) if args.fixture else None  # or a bundled one
+    _check_texts(args.text or [])
     _check_out_dir(args.out)  # all of the input is checked before any model loads
+    if config.llm.provider == "openai":
+        load_api_key()  # a malformed key is named now, not after the models loaded
+    with writer_lock(args.out / "journal.jsonl"):  # one run per folder: its journal, output.wav and report.json
+        return _run_locked(args, noted, config, scenario)
 
+
+def _run_locked(args: argparse.Namespace, noted: _Noted, config: Config, scenario: Scenario | None) -> int:
     from desktop.pipeline.run import STOP_SIGNALS, run_session
 
     if noted.signal is not None:
@@ -149,6 +164,8 @@ def _run_session(args: argparse.Namespace, noted: _Noted) -> int:
         return EXIT_SIGNALLED + noted.signal
     ran = asyncio.run(run_session(scenario, args.text or [], config, args.out, args.fast, stop_on=STOP_SIGNALS))
     noted.arm()  # the loop put the defaults back when it let go of the signals
+    for note in ran.notes:
+        print(f"parley: {note}", file=sys.stderr)
     print(ran.report)
     wrote = f"wrote {args.out / 'journal.jsonl'}, {args.out / 'output.wav'}, {args.out / 'report.json'}"
     stopped = ran.stopped_by or noted.signal
@@ -170,6 +187,17 @@ def _demo(args: argparse.Namespace) -> int:
     print(asyncio.run(go()))
     print(f"journal: {args.out / 'journal.jsonl'}")
     return EXIT_OK
+
+
+def _check_texts(texts: list[str]) -> None:
+    """Typed turns are words: not empty, and UTF-8 (a terminal in another encoding gives undecodable bytes)."""
+    for text in texts:
+        if not text.strip():
+            raise BadInput("--text is empty; give the words of the turn, e.g. --text 'what time is it'")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise BadInput("--text is not valid UTF-8; set the terminal to UTF-8 (e.g. LANG=C.UTF-8)") from None
 
 
 def _check_out_dir(out: Path) -> None:
@@ -216,9 +244,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         commands = {"demo": _demo, "run": _run, "self-test": _self_test, "devices": _devices, "doctor": _doctor,
                     "bench": _bench}  # fmt: skip
-        return commands[args.command](args)
+        with printable_output():
+            return commands[args.command](args)
     except _bad_input() as error:
-        print(f"parley: {error}", file=sys.stderr)
+        print(f"parley: {printable(str(error))}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as error:
+        problem = disk_problem(error)
+        if problem is None:
+            raise
+        print(f"parley: {printable(problem)}", file=sys.stderr)  # the journal's, if it failed first
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("parley: stopped by SIGINT", file=sys.stderr)
@@ -228,6 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _bad_input() -> tuple[type[Exception], ...]:
     """Every error that means "your input is wrong", not "Parley is broken"."""
     from adapters.llm.models import ModelError
+    from adapters.llm.secret import MalformedKey
     from audio.events import AudioError
     from desktop.config import ConfigError
     from desktop.scenario import ScenarioError
@@ -235,6 +271,9 @@ def _bad_input() -> tuple[type[Exception], ...]:
     return (
         BadInput,
         JournalCorrupt,
+        JournalBusy,
+        JournalWriteFailed,
+        MalformedKey,
         ConfigError,
         ScenarioError,
         ModelError,

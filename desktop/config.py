@@ -128,6 +128,16 @@ ENV = {
 }
 
 
+def env_values(env: Mapping[str, str] = os.environ) -> dict[tuple[str, str], Any]:
+    """The settings the environment overrides, as typed values (a malformed one raises ConfigError)."""
+    values: dict[tuple[str, str], Any] = {}
+    for name, (section, key) in ENV.items():
+        if env.get(name):
+            merged = _merge(Config(), {section: {key: env[name]}}, f"${name}")
+            values[(section, key)] = getattr(getattr(merged, section), key)
+    return values
+
+
 def default_path() -> Path:
     return Path(platformdirs.user_config_dir(APP)) / "config.toml"
 
@@ -210,6 +220,8 @@ def _coerce(value: Any, kind: type, where: str) -> Any:
             pass
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
+    if kind is str and isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return str(value)  # a device index: `input_device = 3` as the README says
     raise ConfigError(f"{where}: expected {kind.__name__}, got {value!r}")
 
 

@@ -13,9 +13,9 @@ from adapters.llm.local import DEFAULT_DISTRIBUTION
 from adapters.llm.models import ModelError, find_in_distribution
 from adapters.llm.openai_compat import endpoint
 from adapters.llm.proxy import ProxySettingError, proxy_for, without_credentials
-from adapters.llm.secret import load_api_key, redact_url
+from adapters.llm.secret import MalformedKey, load_api_key, redact_url
 from adapters.tts.piper_voice import check_voice_files, default_voice_path
-from audio.devices import list_devices
+from audio.devices import list_devices, resolve_device
 from audio.events import AudioError
 from audio.vad import SileroModel
 from desktop.config import Config
@@ -87,7 +87,12 @@ def _devices(config: Config) -> Check:
         inputs, outputs = sum(d.inputs > 0 for d in devices), sum(d.outputs > 0 for d in devices)
         if not inputs or not outputs:
             raise OSError(f"{inputs} input and {outputs} output devices: connect a microphone and speakers")
-        return f"{inputs} input and {outputs} output devices (see `parley devices`)"
+        wanted = {"input": config.audio.input_device, "output": config.audio.output_device}
+        chosen = [  # a configured device must exist (the default is whatever the system gives)
+            f"{kind} {resolve_device(wanted[kind], kind).name!r}" for kind in ("input", "output") if wanted[kind]
+        ]
+        found = f"{inputs} input and {outputs} output devices (see `parley devices`)"
+        return f"{found}; configured: {', '.join(chosen)}" if chosen else found
 
     return _guard("audio devices", probe)
 
@@ -120,7 +125,10 @@ def _provider(config: Config) -> Check:
         return Check("LLM provider", True, "embedded llama.cpp (offline)")
     url = endpoint(config.llm.base_url, "models")
     shown = redact_url(url)  # the URL's user info or query may hold a credential
-    key = load_api_key()
+    try:
+        key = load_api_key()
+    except MalformedKey as error:
+        return Check("LLM provider", False, f"{shown} not tried: {error}")
     headers = {"Authorization": f"Bearer {key.reveal()}"} if key else {}
     try:
         route = proxy_for(url)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +13,8 @@ from engine.journal import Journal, unanswered_calls
 from engine.speech import SpeechKey, SpeechOutput
 from engine.step import StepText, TurnRecord, failure_fields
 from engine.tools import ABORTED_BEFORE_DISPATCH
+
+_FENCE = re.compile(r"^[ \t]*```[^\n]*$", re.MULTILINE)
 
 
 def finalize_turn(
@@ -25,7 +28,7 @@ def finalize_turn(
     phase_codes: dict[str, str],
     publish: Callable[[Any], bool],
 ) -> None:
-    _write_heard_replies(journal, speech, turn, record, publish, aborted=outcome == "aborted")
+    _write_heard_replies(journal, speech, turn, record, publish, outcome=outcome)
     for call_id, step in unanswered_calls(journal.events, turn).items():
         code = phase_codes.get(call_id, ABORTED_BEFORE_DISPATCH)
         journal.append("tool/result", turn=turn, step=step, call_id=call_id, code=code, output=_aborted(code))
@@ -44,20 +47,21 @@ def _write_heard_replies(
     record: TurnRecord,
     publish: Callable[[Any], bool],
     *,
-    aborted: bool,
+    outcome: str,
 ) -> None:
     """One `assistant/message` per step holding only what was heard; nothing when nothing was.
 
-    A reply is `interrupted` when less than all of it was heard, or when the turn was
-    aborted while that step was still going (the model would have said more).
+    A reply is `interrupted` when some of its words were not heard, or when the turn was aborted while that step was
+    still going (the model would have said more). What cannot be spoken (`***`, an emoji, a closing code fence) is
+    skipped by the voice, not unheard: a completed turn was drained, so every segment it spoke played out in full.
     """
     last_step = max(record.steps, default=0)
     segments = speech.report(turn)
     for step, generated in sorted(record.steps.items()):
         key = SpeechKey(turn, step, generated.attempt)
         heard = heard_of(s for s in segments if s.key == key)
-        cut_short = not heard.complete or len(heard.text) < len(generated.text.strip())
-        interrupted = cut_short or (aborted and step == last_step)
+        cut_short = not heard.complete or (outcome != "completed" and _words_unheard(generated.text, heard.text))
+        interrupted = cut_short or (outcome == "aborted" and step == last_step)
         publish(ReplyHeard(turn, step, heard.text, generated.text, interrupted, heard.heard_ms))
         if heard.text:
             journal.append(
@@ -70,6 +74,15 @@ def _write_heard_replies(
                 generated_chars=len(generated.text),
                 **_ending(generated),
             )
+
+
+def _words_unheard(generated: str, heard: str) -> bool:
+    """Whether the generated text goes on with words after what was heard (a code fence line is not words)."""
+    said = generated.strip()
+    if not said.startswith(heard):
+        return len(heard) < len(said)
+    rest = _FENCE.sub("", said[len(heard) :])
+    return any(char.isalnum() for char in rest)
 
 
 def _ending(generated: StepText) -> dict[str, Any]:

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.journal import Event
+
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")  # a line break in a message must not forge a line
+
+
+def _line(text: object) -> str:
+    """A field on one line: control characters (newlines, escapes) become a space."""
+    return _CONTROLS.sub(" ", str(text))
 
 
 @dataclass
@@ -62,16 +70,16 @@ def render(reports: Sequence[TurnReport], generated: dict[int, str] | None = Non
     lines: list[str] = []
     for r in reports:
         lines.append(f"turn {r.turn} [{r.source}] -> {r.outcome}" + (" (interrupted)" if r.interrupted else ""))
-        lines.append(f"  user:      {r.user}")
+        lines.append(f"  user:      {_line(r.user)}")
         if generated and r.turn in generated:
-            lines.append(f"  generated: {generated[r.turn].strip()}")
-        lines.append(f"  heard:     {' '.join(r.heard) or '(nothing)'}")
+            lines.append(f"  generated: {_line(generated[r.turn].strip())}")
+        lines.append(f"  heard:     {_line(' '.join(r.heard)) or '(nothing)'}")
         if r.attempts or r.retries:
-            lines.append(f"  attempts failed: {', '.join(r.attempts)}; backoff ms: {r.retries}")
+            lines.append(f"  attempts failed: {_line(', '.join(r.attempts))}; backoff ms: {r.retries}")
         if r.tools:
-            lines.append(f"  tools: {', '.join(r.tools)}")
+            lines.append(f"  tools: {_line(', '.join(r.tools))}")
         if r.failure:
-            lines.append(f"  failure: {r.failure.get('code')}: {r.failure.get('message')}")
+            lines.append(f"  failure: {_line(r.failure.get('code'))}: {_line(r.failure.get('message'))}")
         if r.metrics:
             lines.append("  metrics: " + ", ".join(f"{k}={v}" for k, v in sorted(r.metrics.items())))
     return "\n".join(lines)

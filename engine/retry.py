@@ -29,7 +29,7 @@ class Budgets:
     """
 
     retries: int = 3
-    overflow_trims: int = 1
+    overflow_trims: int = 2  # the first trims to fit (engine.trim), the last leaves out every earlier turn
     fallbacks: int = 0
     reply_s: float | None = None
 

@@ -34,6 +34,7 @@ from engine.clock import Clock
 from engine.journal import Event, Journal
 from engine.prompt import PromptBuilder
 from engine.tools import ToolRegistry
+from engine.trim import carried_trim
 
 log = logging.getLogger(__name__)
 DROPPED = Hook("speculation dropped")
@@ -191,7 +192,8 @@ class Speculator:
 
     async def _read(self, spec: Speculation, events: list[Event]) -> None:
         parts = self._parts
-        messages = await parts.prompt.build(events, spec.signal, drop_oldest=0)
+        trim = carried_trim(events, parts.llm.provider, parts.llm.model)  # as the turn's first request will
+        messages = await parts.prompt.build(events, spec.signal, drop_oldest=trim)
         options = GenerateOptions(messages, tools=parts.tools.specs())
         if spec.signal.cancelled:
             return

@@ -31,6 +31,7 @@ from engine.reply_limit import reply_limit
 from engine.retry import Backoff, Budgets, Fallback, GiveUp, Retry, Spent, TrimHistory, decide
 from engine.speech import SpeechKey, SpeechOutput
 from engine.tools import ToolRegistry
+from engine.trim import carried_trim, next_trim, prompt_chars, turn_sizes
 from engine.turn import Turn
 
 Claim = Callable[[GenerateOptions, CancelSignal], Awaitable[AsyncGenerator[StreamChunk, None] | None]]
@@ -114,12 +115,13 @@ class _Attempt:
     adapter: LlmAdapter
     number: int = 0
     spent: Spent = field(default_factory=Spent)
-    drop_oldest: int = 0
+    drop_oldest: int = 0  # the oldest turns left out of the prompt (engine.trim)
+    sent_chars: int = 0  # the size of the prompt last sent
 
 
 async def run_step(ctx: StepContext, turn: Turn, step: int, record: TurnRecord) -> StepResult:
     """Send until an attempt succeeds or the policy gives up; every attempt and backoff is journaled."""
-    state = _Attempt(ctx.llm)
+    state = _Attempt(ctx.llm, drop_oldest=carried_trim(ctx.journal.events, ctx.llm.provider, ctx.llm.model))
     while True:
         if turn.signal.cancelled:
             await stopped()
@@ -137,6 +139,7 @@ async def _send(
     if turn.signal.cancelled:  # cancelled while the prompt was assembled: send nothing
         await stopped()
     options = GenerateOptions(messages=messages, tools=ctx.tools.specs())
+    state.sent_chars = prompt_chars(messages)
     ctx.journal.append(
         "llm/request",
         turn=turn.id,
@@ -244,14 +247,22 @@ async def _recover(
         await _back_off(ctx, turn, step, decision, failure)
         state.spent = replace(state.spent, retries=decision.retry)
     elif isinstance(decision, TrimHistory):
-        state.drop_oldest += max(1, past // 2)
         state.spent = replace(state.spent, overflow_trims=state.spent.overflow_trims + 1)
+        state.drop_oldest = _trimmed(ctx, state, failure)
     elif isinstance(decision, Fallback) and ctx.fallback is not None:
         state.adapter = ctx.fallback
         state.spent = replace(state.spent, fallbacks=state.spent.fallbacks + 1)
     else:
         assert isinstance(decision, GiveUp | Fallback)
         raise StepFailed(failure)
+
+
+def _trimmed(ctx: StepContext, state: _Attempt, failure: LlmFailure) -> int:
+    """The oldest turns to leave out now: enough for the prompt to fit; all but the newest on the last trim."""
+    sizes = turn_sizes(ctx.journal.events)
+    fixed = max(0, state.sent_chars - sum(sizes[state.drop_oldest :]))
+    last = state.spent.overflow_trims >= ctx.budgets.overflow_trims
+    return next_trim(sizes, state.drop_oldest, failure, fixed=fixed, last=last)
 
 
 def _journal_attempt(ctx: StepContext, turn: Turn, step: int, attempt: int, failure: LlmFailure) -> None:
@@ -279,10 +290,13 @@ async def _back_off(ctx: StepContext, turn: Turn, step: int, decision: Retry, fa
 
 def failure_fields(failure: LlmFailure) -> dict[str, Any]:
     """The journal's shape of a failure (no secrets: adapters never put keys in messages)."""
-    return {
+    fields: dict[str, Any] = {
         "code": failure.code,
         "message": failure.message,
         "status": failure.status,
         "retry_after_ms": failure.provider_retry_after_ms,
         "request_id": failure.request_id,
     }
+    if failure.prompt_tokens is not None and failure.context_tokens is not None:
+        fields.update(prompt_tokens=failure.prompt_tokens, context_tokens=failure.context_tokens)
+    return fields

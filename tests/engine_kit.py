@@ -66,12 +66,13 @@ async def kit(
     adapter: LlmAdapter | None = None,
     ms_per_word: float = 300.0,
     speculative_requests: bool = False,
+    secrets: Sequence[str] = ("sk-test-SECRET",),
 ) -> AsyncIterator[Kit]:
     """`adapter` replaces the scripted FakeLlm (e.g. the real HTTP adapter against the fault server)."""
     clock = VirtualClock()
     llm = FakeLlm(scripts, clock=clock)
     speech = FakeSpeechOutput(clock, ms_per_word=ms_per_word)
-    journal = Journal(tmp_path / "journal.jsonl", wall=clock.now, secrets=("sk-test-SECRET",))
+    journal = Journal(tmp_path / "journal.jsonl", wall=clock.now, secrets=secrets)
     parts = EngineParts(
         llm=adapter or llm,
         speech=speech,

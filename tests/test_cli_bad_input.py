@@ -104,8 +104,13 @@ CASES = [
          env={"PARLEY_CONFIG": "{dir}/none.toml"}),
     Case("doctor-config-missing", "doctor --config {dir}/none.toml", "the config file does not exist"),
     Case("doctor-parley-config-missing", "doctor", "fix or unset PARLEY_CONFIG", env={"PARLEY_CONFIG": "{dir}/no"}),
+    # Keys (issue 38, item 10)
+    Case("api-key-with-a-newline", "run --text hi --out {out} --llm openai --llm-base-url http://127.0.0.1:9/v1",
+         "PARLEY_LLM_API_KEY in the environment is not a usable API key",
+         env={"PARLEY_LLM_API_KEY": "sk-first-half-of-it\nsk-second-half"}),
 ]  # fmt: skip
-IN_A_PROCESS = ("at-nan", "out-is-a-file", "idle-timeout-nan", "config-missing", "retries-not-a-number")
+IN_A_PROCESS = ("at-nan", "out-is-a-file", "idle-timeout-nan", "config-missing", "retries-not-a-number",
+                "api-key-with-a-newline")  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -186,3 +191,30 @@ def _assert_one_line(code: int, err: str, needle: str) -> None:
     assert "Traceback" not in err
     assert len(err.strip().splitlines()) == 1, err
     assert needle in err
+
+
+TEXTS = {  # issue 38, item 10: typed turns that are no words
+    "empty": ("", "--text is empty"),
+    "blank": ("   ", "--text is empty"),
+    "not-utf-8": (b"caf\xe9 au lait".decode("utf-8", "surrogateescape"), "--text is not valid UTF-8"),
+}
+
+
+@pytest.mark.parametrize("text", sorted(TEXTS))
+def test_a_text_that_is_no_words_is_exit_2_and_one_line(
+    text: str, home: Path, earlier_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    journal = (earlier_run / "journal.jsonl").read_bytes()
+    given, needle = TEXTS[text]
+    code, err = _in_process(["run", "--text", given, "--out", str(earlier_run)], capsys)
+    _assert_one_line(code, err, needle)
+    assert (earlier_run / "journal.jsonl").read_bytes() == journal
+
+
+def test_a_text_in_another_encoding_is_exit_2_from_a_real_process(home: Path, earlier_run: Path) -> None:
+    journal = (earlier_run / "journal.jsonl").read_bytes()
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CONFIG_HOME": str(home / "config-home")}
+    argv = [sys.executable.encode(), b"-m", b"desktop.cli", b"run", b"--text", b"caf\xe9", b"--out", bytes(earlier_run)]
+    done = subprocess.run(argv, cwd=ROOT, env=environment, capture_output=True, timeout=60, check=False)
+    _assert_one_line(done.returncode, done.stderr.decode(), "--text is not valid UTF-8")
+    assert (earlier_run / "journal.jsonl").read_bytes() == journal

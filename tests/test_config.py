@@ -147,3 +147,13 @@ def test_the_end_of_turn_keys_and_the_speculative_opt_in_are_read_and_recorded(t
     assert config.audio.min_silence_ms == 600
     assert config.summary()["speculative_requests"] is True  # what may be sent to a provider is on the record
     assert load(env={"PARLEY_CONFIG": str(_write(tmp_path, ""))}).llm.speculative_requests is False
+
+
+def test_a_device_may_be_given_by_its_index(tmp_path: Path) -> None:
+    """Issue 38 item 10: `input_device = 3` (the README says an index is accepted) is read, not refused."""
+    config = load(_write(tmp_path, "[audio]\ninput_device = 3\noutput_device = 0\n"), env={})
+    assert (config.audio.input_device, config.audio.output_device) == ("3", "0")
+    with pytest.raises(ConfigError, match="input_device"):
+        load(_write(tmp_path, "[audio]\ninput_device = -1\n"), env={})
+    with pytest.raises(ConfigError, match="input_device"):
+        load(_write(tmp_path, "[audio]\ninput_device = true\n"), env={})

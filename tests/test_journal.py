@@ -37,11 +37,22 @@ def test_a_complete_last_line_without_newline_is_kept(tmp_path: Path) -> None:
     assert [e["seq"] for e in read_events(path)] == [1, 2]
 
 
-def test_a_damaged_middle_line_is_reported_not_skipped(tmp_path: Path) -> None:
+def test_a_damaged_middle_line_is_moved_aside_and_the_rest_kept(tmp_path: Path) -> None:
     path = tmp_path / "journal.jsonl"
-    path.write_text('{"seq": 1}\nnot json\n{"seq": 3}\n')
-    with pytest.raises(JournalCorrupt, match="line 2"):
-        Journal(path).close()
+    good = [{"seq": 1, "time": 1.0, "type": "session/start"}, {"seq": 3, "time": 1.0, "type": "session/start"}]
+    path.write_text(json.dumps(good[0]) + "\nnot json\n" + json.dumps(good[1]) + "\n")
+    assert [e["seq"] for e in read_events(path)] == [1, 3]
+    with Journal(path) as journal:
+        assert [(bad.number, bad.reason) for bad in journal.recovered.quarantined] == [(2, "not JSON")]
+        journal.append("session/start")
+    assert [e["seq"] for e in read_events(path)] == [1, 3, 4]
+    assert (tmp_path / "journal.jsonl.quarantined").read_bytes() == b"not json\n"
+
+
+def test_a_path_that_is_not_a_file_cannot_be_a_journal(tmp_path: Path) -> None:
+    (tmp_path / "journal.jsonl").mkdir()
+    with pytest.raises(JournalCorrupt, match="is not a file"):
+        Journal(tmp_path / "journal.jsonl")
 
 
 def test_a_turn_left_open_by_a_crash_is_closed_as_aborted_with_its_calls_balanced(tmp_path: Path) -> None:
@@ -77,7 +88,8 @@ def test_a_turn_left_open_by_a_crash_is_closed_as_aborted_with_its_calls_balance
 def test_secrets_never_reach_the_file(tmp_path: Path) -> None:
     path = tmp_path / "journal.jsonl"
     journal = Journal(path, secrets=["sk-live-123456"])
-    journal.append("assistant/attempt", turn=1, failure={"message": "bad key sk-live-123456"})
+    failure = {"code": "AUTH", "message": "bad key sk-live-123456"}
+    journal.append("assistant/attempt", turn=1, step=1, attempt=1, failure=failure)
     journal.close()
     text = path.read_text()
     assert "sk-live-123456" not in text

@@ -104,6 +104,36 @@ def test_error_objects_in_their_many_shapes(payload: dict[str, object], code: st
     assert failures.code_for_stream_error(info) == code
 
 
+@pytest.mark.parametrize(
+    ("error", "sizes"),
+    [
+        ({"message": "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 "
+          "tokens.", "code": "context_length_exceeded"}, (9000, 8192)),
+        ({"message": "This model's maximum context length is 2048 tokens. However, you requested 2100 tokens (1900 in "
+          "the messages, 200 in the completion).", "type": "BadRequestError"}, (1900, 2048)),
+        ({"message": "the request exceeds the available context size", "type": "exceed_context_size_error",
+          "n_prompt_tokens": 5120, "n_ctx": 4096}, (5120, 4096)),
+        ({"message": "the request exceeds the available context size"}, (None, None)),
+    ],
+)  # fmt: skip
+def test_a_context_overflow_carries_the_sizes_the_provider_said(
+    error: dict[str, object], sizes: tuple[int | None, int | None]
+) -> None:
+    """Issue 38 item 3: the engine trims to fit in one go when it knows the window; only the adapter reads the words."""
+    info = failures.error_info({"error": error})
+    assert info is not None
+    failure = failures.status_failure(400, "Bad Request", {}, info, where=("p", "http://u"), keyed=True)
+    assert failure.code == CONTEXT_WINDOW_EXCEEDED
+    assert (failure.prompt_tokens, failure.context_tokens) == sizes
+    state = StreamState(where="p at u")
+    assert state.on_payload({"error": error}) == []
+    assert state.failure is not None
+    assert (state.failure.code, state.failure.prompt_tokens, state.failure.context_tokens) == (
+        CONTEXT_WINDOW_EXCEEDED,
+        *sizes,
+    )
+
+
 def test_tool_call_ids_and_names_are_reported_once_and_object_arguments_become_text() -> None:
     state = StreamState(where="p at u")
     fragment = {"index": 0, "id": "c1", "function": {"name": "f", "arguments": '{"a":'}}

@@ -56,6 +56,8 @@ class LlmFailure:
     status: int | None = None
     provider_retry_after_ms: int | None = None
     request_id: str | None = None
+    prompt_tokens: int | None = None  # CONTEXT_WINDOW_EXCEEDED: the prompt's size, when the provider says it
+    context_tokens: int | None = None  # ... and the window it had to fit in (prompt and reply)
 
 
 class LlmError(Exception):

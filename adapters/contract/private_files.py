@@ -8,6 +8,8 @@ already exists is left as it is unless the caller owns it (`tighten=True`): `--o
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
@@ -48,10 +50,30 @@ def open_private(path: Path, mode: str = "ab") -> IO[bytes]:
 
 
 def write_private_text(path: Path, text: str) -> None:
-    """Replace `path` with `text` (UTF-8), readable by its owner only."""
+    """Replace `path` with `text` (UTF-8), readable by its owner only: all of it or, if anything fails (a full disk),
+    the file as it was."""
     data = text.encode("utf-8")  # before the file exists: text that cannot be encoded leaves nothing behind
-    with open_private(path, "wb") as handle:
+    with replacing(path) as handle:
         handle.write(data)
+
+
+@contextmanager
+def replacing(path: Path) -> Iterator[IO[bytes]]:
+    """A private file written under a temporary name and renamed onto `path` once whole; on any failure the
+    temporary file is removed and `path` is left as it was (never half a file)."""
+    temporary = path.with_name(f".{path.name}.partial")
+    try:
+        with open_private(temporary, "wb") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except OSError as error:
+        temporary.unlink(missing_ok=True)
+        raise OSError(error.errno, error.strerror, str(path)) from error  # named as the file the caller wrote
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 def append_private_text(path: Path, text: str) -> None:

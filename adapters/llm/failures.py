@@ -32,6 +32,9 @@ _CONTEXT = re.compile(
     r"|input is too long|exceeds the available context|context length exceeded",
     re.IGNORECASE,
 )
+_WINDOW = re.compile(r"(?:maximum context length|context (?:window|length|size)) (?:is|of) (\d+)", re.IGNORECASE)
+_PROMPT = re.compile(r"(\d+) (?:tokens )?in the messages|resulted in (\d+) tokens|prompt (?:is|has) (\d+) tokens",
+                     re.IGNORECASE)  # fmt: skip
 _QUOTA = re.compile(r"insufficient_quota|quota_exceeded|billing", re.IGNORECASE)
 _RATE = re.compile(r"rate.?limit|too_many_requests|resource_exhausted", re.IGNORECASE)
 _AUTH = re.compile(r"auth|invalid_api_key|permission", re.IGNORECASE)
@@ -47,6 +50,8 @@ class ErrorInfo:
     message: str = ""
     kind: str = ""  # the body's code/type/status strings, for matching only
     status: int | None = None  # a numeric code inside the body (some providers put the HTTP status there)
+    prompt_tokens: int | None = None  # a context overflow's sizes, where the provider says them
+    context_tokens: int | None = None
 
 
 def one_line(text: str, limit: int = MAX_DETAIL) -> str:
@@ -69,7 +74,20 @@ def error_info(payload: object) -> ErrorInfo | None:
     kind = " ".join(str(value) for value in fields if isinstance(value, str))
     numeric = next((v for v in fields if isinstance(v, int) and not isinstance(v, bool)), None)
     text = message if isinstance(message, str) else json.dumps(message)
-    return ErrorInfo(message=one_line(text), kind=kind, status=numeric)
+    prompt, window = _sizes(error, text)
+    return ErrorInfo(one_line(text), kind, numeric, prompt, window)
+
+
+def _sizes(error: Mapping[str, object], text: str) -> tuple[int | None, int | None]:
+    """A context overflow's prompt and window in tokens: llama.cpp's server puts them in the error
+    (`n_prompt_tokens`, `n_ctx`); OpenAI and vLLM only in words ("maximum context length is 4096 tokens ...")."""
+    prompt, window = error.get("n_prompt_tokens"), error.get("n_ctx")
+    if isinstance(prompt, int) and isinstance(window, int) and prompt > 0 and window > 0:
+        return prompt, window
+    in_words, said = _PROMPT.search(text), _WINDOW.search(text)
+    if in_words is None or said is None:
+        return None, None
+    return int(next(group for group in in_words.groups() if group)), int(said.group(1))
 
 
 def body_info(body: bytes, content_type: str) -> ErrorInfo:
@@ -171,6 +189,8 @@ def status_failure(
         status=status,
         provider_retry_after_ms=retry_after_ms(headers),
         request_id=request_id(headers),
+        prompt_tokens=info.prompt_tokens if code == CONTEXT_WINDOW_EXCEEDED else None,
+        context_tokens=info.context_tokens if code == CONTEXT_WINDOW_EXCEEDED else None,
     )
 
 

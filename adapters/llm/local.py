@@ -237,9 +237,13 @@ class _Generation:
             self.prompt = self._model.prompt_tokens(self._messages)
         n_ctx = int(self._model.llama.n_ctx())
         room = n_ctx - len(self.prompt)
-        if room < 1:
-            message = f"prompt is {len(self.prompt)} tokens; the local model's context window is {n_ctx}"
-            raise LlmError(LlmFailure(message, CONTEXT_WINDOW_EXCEEDED))
+        if room < min(self._max_tokens, n_ctx // 2):  # as an OpenAI server: the prompt leaves the reply its room
+            message = (
+                f"prompt is {len(self.prompt)} tokens and the reply may take {self._max_tokens}; "
+                f"the local model's context window is {n_ctx}"
+            )
+            raise LlmError(LlmFailure(message, CONTEXT_WINDOW_EXCEEDED, prompt_tokens=len(self.prompt),
+                                      context_tokens=n_ctx))  # fmt: skip
         self._budget = min(self._max_tokens, room)
         self._keep = _reuse_prefix(self._model, self.prompt)
         return True

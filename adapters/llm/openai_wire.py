@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.contract.llm import (
+    CONTEXT_WINDOW_EXCEEDED,
     EMPTY_RESPONSE,
     Finish,
     GenerateOptions,
@@ -117,7 +118,9 @@ class StreamState:
     def _on_error(self, info: ErrorInfo) -> None:
         status = info.status if info.status is not None and 400 <= info.status < 600 else None
         message = one_line(f"{self.where}: error inside the stream: {info.message or 'no detail'}", 400)
-        self.failure = LlmFailure(message, code_for_stream_error(info), status, request_id=self.request_id)
+        code = code_for_stream_error(info)
+        sizes = (info.prompt_tokens, info.context_tokens) if code == CONTEXT_WINDOW_EXCEEDED else (None, None)
+        self.failure = LlmFailure(message, code, status, None, self.request_id, *sizes)
 
     def _usage(self, raw: object) -> None:
         if not isinstance(raw, dict):

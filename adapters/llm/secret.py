@@ -47,13 +47,27 @@ class Secret:
         return hash((Secret, self._value))
 
 
+class MalformedKey(ValueError):
+    """The key found cannot be a key (a space or newline inside, say); the message names where it came from."""
+
+
 def load_api_key(env: Mapping[str, str] = os.environ) -> Secret | None:
-    """The key from PARLEY_LLM_API_KEY, else the OS keyring; None when neither has one."""
+    """The key from PARLEY_LLM_API_KEY, else the OS keyring; None when neither has one. A malformed key raises
+    MalformedKey, which never quotes the value."""
     from_env = env.get(ENV_VAR, "").strip()
     if from_env:
-        return Secret(from_env)
+        return _checked(from_env, f"{ENV_VAR} in the environment", f"set {ENV_VAR} to the key alone, on one line")
     stored = _from_keyring()
-    return Secret(stored) if stored and stored.strip() else None
+    if not stored or not stored.strip():
+        return None
+    return _checked(stored, "the key in the OS keyring", "store it again in Settings")
+
+
+def _checked(value: str, where: str, fix: str) -> Secret:
+    try:
+        return Secret(value)
+    except ValueError as error:
+        raise MalformedKey(f"{where} is not a usable API key ({error}); {fix}") from None
 
 
 def _from_keyring() -> str | None:

@@ -16,7 +16,7 @@ from adapters.contract import LlmFailure
 from adapters.contract.llm import FailureCode
 from desktop.model.transcript_model import Bubble
 from desktop.model.wording import failure_reason
-from engine.journal import JournalCorrupt, open_turn_ids, read_events
+from engine.journal import JournalCorrupt, open_turn_ids, read_journal
 
 JOURNAL = "journal.jsonl"
 TITLE_CHARS = 60
@@ -44,13 +44,17 @@ def journals(base: Path) -> list[Path]:
 
 def last_conversation(base: Path) -> Path | None:
     """The journal to reopen at start: the most recently written one that can be read."""
-    for path in journals(base):
-        try:
-            read_events(path)
-        except (JournalCorrupt, OSError, UnicodeDecodeError):
-            continue
-        return path
-    return None
+    return next((path for path in journals(base) if _usable(path) is not None), None)
+
+
+def _usable(path: Path) -> list[dict[str, Any]] | None:
+    """The events of a journal worth opening: None when it cannot be read or nothing in it fits the format (lines
+    that do not fit, among ones that do, are moved aside when it is opened; the rest is kept)."""
+    try:
+        found = read_journal(path)
+    except (JournalCorrupt, OSError, UnicodeDecodeError):
+        return None
+    return None if found.bad and not found.events else found.events
 
 
 def list_conversations(base: Path) -> list[ConversationInfo]:
@@ -58,9 +62,8 @@ def list_conversations(base: Path) -> list[ConversationInfo]:
 
 
 def describe(path: Path) -> ConversationInfo:
-    try:
-        events = read_events(path)
-    except (JournalCorrupt, OSError, UnicodeDecodeError):
+    events = _usable(path)
+    if events is None:
         return ConversationInfo(path, path.stat().st_mtime, f"{path.parent.name} (damaged, cannot be read)", 0, False)
     started = next((float(e["time"]) for e in events if "time" in e), path.stat().st_mtime)
     first = next((str(e["text"]) for e in events if e.get("type") == "user/message"), "")

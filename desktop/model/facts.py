@@ -10,6 +10,7 @@ from typing import Any, Literal
 from desktop.pipeline.facts import MicLevel, ModelLoading
 
 __all__ = [
+    "ConversationBusy",
     "ConversationOpened",
     "EngineClosed",
     "EngineOpened",
@@ -70,7 +71,18 @@ class EngineOpened:
 
 @dataclass(frozen=True)
 class EngineClosed:
-    """No conversation is running (shut down, or the model could not be set up)."""
+    """No conversation is running (shut down, or the model could not be set up); `why` says so when it stopped
+    for a reason the person must see (the conversation cannot be saved)."""
+
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class ConversationBusy:
+    """The conversation to open is open in another Parley (process `pid`, when known): nothing was opened."""
+
+    path: Path
+    pid: int | None
 
 
 @dataclass(frozen=True)

@@ -28,12 +28,14 @@ from desktop.model.board import Board
 from desktop.model.conversations import last_conversation
 from desktop.model.engine_host import new_journal_path, open_engine
 from desktop.model.facts import (
+    ConversationBusy,
     ConversationOpened,
     EngineClosed,
     EngineOpened,
     HandsFreeChanged,
     MicLevel,
     ModelLoading,
+    Problem,
     StopCause,
     TalkChanged,
     TurnStopped,
@@ -43,13 +45,23 @@ from desktop.model.keyring_store import KeyStore, StoredKey
 from desktop.model.reading import heard_so_far
 from desktop.model.settings_rules import stale_problems, try_connection
 from desktop.model.voice import SimulatedVoice, VoiceCallbacks, VoiceIO, VoiceUnavailable
-from desktop.model.wording import internal_error, journal_unwritable, missing_model, no_engine, problem_for_failure
+from desktop.model.wording import (
+    conversation_busy,
+    internal_error,
+    journal_failed,
+    journal_repaired,
+    journal_unwritable,
+    missing_model,
+    no_engine,
+    problem_for_failure,
+)
 from desktop.pipeline.parts import LlmChoice, llm_choice
 from engine.clock import Clock, MonotonicClock
 from engine.conversation import Conversation
 from engine.events import State, StateChanged, TurnEnded, TurnStarted
 from engine.inbox import UserInput
-from engine.journal import REDACTED, JournalCorrupt, read_events
+from engine.journal import Journal, JournalBusy, JournalCorrupt, JournalWriteFailed, quarantine_note, read_events
+from engine.redact import Redactor
 from engine.tools import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -93,6 +105,7 @@ class Session(Board):
         self._changed = anyio.Event()  # settings changed, a model failed, or closing
         self._applied = anyio.Event()  # the engine runs with the current settings (or cannot)
         self._ended = anyio.Event()
+        self._closed_by: Problem | None = None  # why no engine runs, when it is not the language model
 
     # Lifecycle
 
@@ -115,6 +128,7 @@ class Session(Board):
         self._stopping("closed")
         self._closing = True
         self._changed.set()
+        self._applied.set()  # nobody waits for settings that will never be applied
         if self._tasks is not None:
             await self._ended.wait()
 
@@ -142,8 +156,13 @@ class Session(Board):
         """Ask the provider of `config` whether it answers (with `key`, else the stored one); `done` gets the
         verdict in words, on the loop thread."""
 
+        typed = _secret(key)
+        if key.strip() and typed is None:  # never test the stored key in place of one the person typed wrong
+            done(False, "The API key typed here is not a usable key (printable ASCII, no spaces); fix it or clear it")
+            return
+
         async def probe() -> None:
-            secret = _secret(key) or (self._key.secret if self._key else None)
+            secret = typed or (self._key.secret if self._key else None)
             done(*await run_blocking(lambda: try_connection(config, secret)))
 
         if self._tasks is not None:
@@ -156,7 +175,7 @@ class Session(Board):
         self._version += 1
         self._applied = anyio.Event()
         self._changed.set()
-        if not self._closing and self._tasks is not None:
+        if not self._closing and self._tasks is not None and not self._ended.is_set():
             await self._applied.wait()
 
     async def _life(self) -> None:
@@ -167,16 +186,37 @@ class Session(Board):
                 while not self._closing:
                     self._changed = anyio.Event()
                     version = self._version
-                    async with self._engine(version):
+                    try:
+                        async with self._engine(version):
+                            self._applied.set()
+                            await self._changed.wait()
+                    except Exception as error:  # noqa: BLE001 (the engine died: said, and the window lives on)
+                        self._engine_died(error)
                         self._applied.set()
                         await self._changed.wait()
         finally:
             self._applied.set()
             self._ended.set()
 
+    def _engine_died(self, error: Exception) -> None:
+        """The conversation could not go on (its journal could not be written, or a bug): no engine until the
+        settings or the conversation change; typed input is refused with the reason, not swallowed."""
+        self.conversation = None
+        self._shown = None  # opened again, it shows what was saved, not what was on the screen
+        if isinstance(error, JournalWriteFailed):
+            self._closed_by = journal_failed(self.journal_path, error)
+            why = "cannot save the conversation"
+        else:
+            log.error("the conversation failed", exc_info=error)
+            self._closed_by = internal_error(error, self.journal_path)
+            why = "something went wrong inside Parley"
+        self.raise_problem(self._closed_by)
+        self.publish(EngineClosed(why))
+
     @asynccontextmanager
     async def _engine(self, version: int) -> AsyncIterator[None]:
         """A conversation on the current settings for the block (none while they cannot give one)."""
+        self._closed_by = None
         choice = None if version == self._broken else self._choose()
         if choice is None:
             self._show_conversation(None)
@@ -186,12 +226,15 @@ class Session(Board):
         async with AsyncExitStack() as stack:
             try:
                 self.conversation = await stack.enter_async_context(self._open(choice))
-            except (OSError, JournalCorrupt) as error:  # the journal cannot be written (or read back)
-                self.raise_problem(journal_unwritable(self.journal_path, error))
-                self.publish(EngineClosed())
+            except (OSError, JournalCorrupt, JournalBusy) as error:  # the journal cannot be had, written or read
+                self._not_opened(error)
                 yield
                 return
+            self._closed_by = None
+            self.clear_problem("journal")
+            self.clear_problem("busy")
             self._show_conversation(self.conversation.parts.journal.events)
+            self._repaired(self.conversation.parts.journal)
             stack.callback(self.conversation.subscribe(self._on_engine))
             await stack.enter_async_context(self.voice.attached(self.conversation))
             tasks = await stack.enter_async_context(open_tasks(on_error=self._failed, cancel_on_exit=True))
@@ -203,6 +246,20 @@ class Session(Board):
             finally:
                 self.conversation = None
         self.publish(EngineClosed())
+
+    def _not_opened(self, error: Exception) -> None:
+        if isinstance(error, JournalBusy):
+            self._closed_by = conversation_busy(self.journal_path, error.pid)
+            self.publish(ConversationBusy(self.journal_path, error.pid))
+        else:
+            self._closed_by = journal_unwritable(self.journal_path, error)
+        self.raise_problem(self._closed_by)
+        self.publish(EngineClosed("this conversation is open elsewhere" if isinstance(error, JournalBusy) else ""))
+
+    def _repaired(self, journal: Journal) -> None:
+        """Lines of the journal that did not fit were moved aside on opening it: say which, once."""
+        if journal.recovered.quarantined:
+            self.raise_problem(journal_repaired(quarantine_note(journal.path, journal.recovered.quarantined)))
 
     def _show_conversation(self, events: list[dict[str, Any]] | None) -> None:
         """Tell the listeners which conversation this is, once per journal (not on every settings change)."""
@@ -282,10 +339,10 @@ class Session(Board):
     def submit(self, item: UserInput) -> bool:
         """Queue an input for its turn; the API key is redacted from it, as the journal would."""
         if self.conversation is None:
-            self.raise_problem(self.problems.get("missing_model") or no_engine())
+            self.raise_problem(self._closed_by or self.problems.get("missing_model") or no_engine())
             return False
         if self._key is not None:
-            item = replace(item, text=item.text.replace(self._key.secret.reveal(), REDACTED))
+            item = replace(item, text=Redactor([self._key.secret.reveal()]).text(item.text))
         self.conversation.submit(item)
         return True
 
@@ -331,8 +388,9 @@ class Session(Board):
         self.continue_conversation(new_journal_path(self.journal_dir))
 
     def continue_conversation(self, journal: Path) -> None:
-        """Go on with a conversation (a past one's journal): the engine is rebuilt on it, its history with it."""
-        if journal == self.journal_path:
+        """Go on with a conversation (a past one's journal): the engine is rebuilt on it, its history with it. The
+        one shown is opened again only when it stopped (its disk filled up, another Parley had it)."""
+        if journal == self.journal_path and self.conversation is not None:
             return
         self._stopping("conversation")
         self.journal_path = journal

@@ -240,9 +240,41 @@ def no_engine() -> Problem:
 def journal_unwritable(path: Path, error: Exception) -> Problem:
     return Problem(
         f"Cannot write the session journal at {path} ({getattr(error, 'strerror', None) or error})",
-        "Check that folder's permissions and the free disk space, then restart Parley",
+        "Check that folder's permissions and the free disk space, then restart Parley, or start a new conversation",
         "journal",
     )
+
+
+def journal_failed(path: Path, error: Exception) -> Problem:
+    """The journal stopped taking events mid-conversation (a full disk): what was said before is on disk."""
+    return Problem(
+        f"Cannot save the conversation: {error}",
+        "Free some disk space, then open it again from Past conversations (or restart Parley): it goes on where "
+        "it stopped. "
+        "Nothing you type now can be kept, so Parley is not answering",
+        "journal",
+    )
+
+
+def conversation_busy(path: Path, pid: int | None) -> Problem:
+    where = f"another Parley window (process {pid})" if pid else "another Parley window"
+    return Problem(
+        f"This conversation is open in {where}: {path.parent.name}",
+        "Switch to that window, or start a new conversation here (Ctrl+N)",
+        "busy",
+    )
+
+
+def not_forward(path: Path) -> Problem:
+    return Problem(
+        f"The Parley that has the conversation {path.parent.name} did not answer (it may be `parley run`)",
+        "Wait for it to finish, or start a new conversation here (Ctrl+N)",
+        "busy",
+    )
+
+
+def journal_repaired(note: str) -> Problem:
+    return Problem(note, "Nothing else is needed; the moved lines are kept in that file", "quarantine", "info")
 
 
 def internal_error(error: BaseException, journal: Path) -> Problem:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import signal
 import sys
@@ -30,13 +31,13 @@ from desktop.pipeline.voice import Binding, open_pipeline
 from desktop.scenario import Scenario
 from engine.clock import Clock, MonotonicClock, SkippingClock
 from engine.conversation import EngineParts, open_conversation
-from engine.journal import Journal, read_events
+from engine.journal import Journal, quarantine_note, read_events
 from engine.report import render, turn_reports
 from engine.retry import Budgets
 
 # A desktop session, systemd or `timeout`; Ctrl-C. Windows has no loop signal handlers: there Ctrl-C stays Python's
 # KeyboardInterrupt (one line and 130 from the command line, without the outputs).
-STOP_SIGNALS = () if sys.platform == "win32" else (signal.SIGTERM, signal.SIGINT)
+STOP_SIGNALS = () if sys.platform == "win32" else (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)  # HUP: its terminal
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class Ran:
 
     report: str
     stopped_by: signal.Signals | None = None
+    notes: tuple[str, ...] = ()  # what the person should know besides the report (lines moved out of the journal)
 
 
 async def run_session(
@@ -155,6 +157,7 @@ async def open_voice_session(
     facts: list[PipelineFact] = []
     async with AsyncExitStack() as stack:
         journal = stack.enter_context(Journal(out / "journal.jsonl", secrets=secrets))
+        stack.push(functools.partial(_journal_failure_first, journal))
         await stack.enter_async_context(clock.autojump() if isinstance(clock, SkippingClock) else nullcontext())
         pipeline = await stack.enter_async_context(
             open_pipeline(devices, transcriber, synth, clock, config.audio, on_fact=facts.append, listening=True)
@@ -178,6 +181,14 @@ async def open_voice_session(
         binding = await stack.enter_async_context(pipeline.attached(conversation))
         await pipeline.microphone_open.wait()
         yield binding
+
+
+def _journal_failure_first(journal: Journal, _type: object, error: BaseException | None, _tb: object) -> bool:
+    """A journal that could not be written is what the run reports, not what failed after it (a full disk fails
+    output.wav too, as the session closes)."""
+    if journal.failed is not None and error is not None and error is not journal.failed:
+        raise journal.failed
+    return False
 
 
 def _timeline(stage: Stage) -> dict[str, Any]:
@@ -216,4 +227,11 @@ def _write_reports(out: Path, stage: Stage | None, stopped_by: signal.Signals | 
     write_private_text(out / "report.json", json.dumps(report, indent=2, ensure_ascii=False))
     says = stage.delivered if stage is not None else []
     notes = [f"scenario: [[say]] #{n} ({d.label}): {d.rule}" for n, d in enumerate(says, start=1) if d.rule]
-    return Ran("\n".join([render(reports, generated), *notes]), stopped_by)
+    return Ran("\n".join([render(reports, generated), *notes]), stopped_by, _journal_notes(stage))
+
+
+def _journal_notes(stage: Stage | None) -> tuple[str, ...]:
+    journal = stage.binding.conversation.parts.journal if stage is not None else None
+    if journal is None or not journal.recovered.quarantined:
+        return ()
+    return (quarantine_note(journal.path, journal.recovered.quarantined),)

@@ -31,10 +31,15 @@ PICK = "Pick a conversation on the left to read it here."
 
 
 class ConversationsDialog(QDialog):
-    """`continue_with(path)` is called when the person chooses to go on with a conversation."""
+    """`continue_with(path)` is called when the person chooses to go on with a conversation; `current` is the one
+    running in the window (None when none runs: the one shown stopped, and may be opened again)."""
 
     def __init__(
-        self, journal_dir: Path, current: Path, continue_with: Callable[[Path], None], parent: QWidget | None = None
+        self,
+        journal_dir: Path,
+        current: Path | None,
+        continue_with: Callable[[Path], None],
+        parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Past conversations")

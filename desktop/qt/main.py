@@ -127,7 +127,8 @@ async def _main(args: argparse.Namespace) -> int:
 
 
 def _close_on_signals(window: MainWindow) -> Callable[[], int]:
-    """Ctrl+C and SIGTERM (a desktop session ending, systemd, `timeout`) close the window as its close button does:
+    """Ctrl+C, SIGTERM (a desktop session ending, systemd, `timeout`) and SIGHUP (its terminal closed) close the
+    window as its close button does:
     the conversation is disposed of and quiescent, its turn closed, first. The returned function puts the previous
     handlers back and gives the exit status: 0, or 128 + the signal that closed the window."""
     caught: list[int] = []
@@ -136,7 +137,8 @@ def _close_on_signals(window: MainWindow) -> Callable[[], int]:
         caught.append(signum)
         window.close()
 
-    previous = {sig: signal.signal(sig, close) for sig in (signal.SIGINT, signal.SIGTERM)}
+    hangup = [signal.SIGHUP] if hasattr(signal, "SIGHUP") else []  # the terminal it was started from closed
+    previous = {sig: signal.signal(sig, close) for sig in (signal.SIGINT, signal.SIGTERM, *hangup)}
 
     def restore() -> int:
         for sig, handler in previous.items():

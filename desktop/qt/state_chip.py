@@ -7,7 +7,7 @@ from typing import Any
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QWidget
 
-from desktop.model.facts import HandsFreeChanged
+from desktop.model.facts import EngineClosed, EngineOpened, HandsFreeChanged
 from desktop.model.wording import failure_reason, state_label
 from desktop.qt.style import CHIP_COLOURS
 from engine.clock import Clock
@@ -30,6 +30,7 @@ class StateChip(QLabel):
         self.state = State.IDLE
         self._backoff: BackoffInfo | None = None
         self._failed: str | None = None
+        self._stopped: str | None = None  # why no conversation runs (it cannot be saved, say)
         self._hands_free = False
         self._timer = QTimer(self)
         self._timer.setInterval(TICK_MS)
@@ -48,6 +49,9 @@ class StateChip(QLabel):
         elif isinstance(event, HandsFreeChanged):
             self._hands_free = event.on
             self._render()
+        elif isinstance(event, EngineClosed | EngineOpened):
+            self._stopped = event.why if isinstance(event, EngineClosed) and event.why else None
+            self._render()
 
     def stop(self) -> None:
         self._timer.stop()
@@ -63,7 +67,9 @@ class StateChip(QLabel):
         self._render()
 
     def _render(self) -> None:
-        if self._failed is not None:
+        if self._stopped is not None:
+            text, key = f"Stopped: {self._stopped}", "Failed"  # nothing can answer: never "Ready"
+        elif self._failed is not None:
             text, key = f"Failed: {self._failed}", "Failed"
         else:
             text = state_label(self.state, self._backoff, self._clock.now())

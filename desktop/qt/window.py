@@ -23,15 +23,17 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.config import Config
+from desktop.model.busy import FOCUS, busy_question
 from desktop.model.conversations import bubbles_of, plain_text
 from desktop.model.devices import Devices, list_devices
-from desktop.model.facts import ConversationOpened, EngineClosed, EngineOpened
+from desktop.model.facts import ConversationBusy, ConversationOpened, EngineClosed, EngineOpened
 from desktop.model.session import Session
 from desktop.model.settings_rules import restart_needed
 from desktop.model.trace_model import TraceBook
 from desktop.model.transcript_model import TranscriptModel
-from desktop.model.wording import key_not_stored, restart_question
+from desktop.model.wording import key_not_stored, not_forward, restart_question
 from desktop.qt.banner import BannerArea
+from desktop.qt.busy import ComeForward, ask, ask_to_come_forward
 from desktop.qt.controls import Controls
 from desktop.qt.conversations_dialog import ConversationsDialog
 from desktop.qt.settings_dialog import SettingsDialog
@@ -90,6 +92,8 @@ class MainWindow(QMainWindow):
         self._unsubscribe = session.subscribe(self._on_event)
         self._closing = False
         self._may_close = False
+        self.come_forward = ComeForward(self._brought_forward, self)
+        self.brought_forward = 0  # how often another window asked this one to come forward
 
     def _commands(self) -> Commands:
         return Commands(
@@ -168,13 +172,37 @@ class MainWindow(QMainWindow):
             self._opened(event)
         elif isinstance(event, EngineOpened):
             self.model_label.setText(f"Model: {event.label}")
+            self.come_forward.watch(self.session.journal_path)
         elif isinstance(event, EngineClosed):
-            self.model_label.setText("No language model running")
+            self.model_label.setText(f"Not running: {event.why}" if event.why else "No language model running")
+        elif isinstance(event, ConversationBusy):
+            ask(busy_question(event), lambda choice: self._busy_chosen(choice, event), self)
 
     def _opened(self, event: ConversationOpened) -> None:
         self.trace.reset()
         self.transcript_model.load(bubbles_of(event.events))
         self.model_label.setToolTip(f"This conversation's journal: {event.path}")
+
+    def _busy_chosen(self, choice: str, event: ConversationBusy) -> None:
+        """Show the window that has the conversation (this one then closes), or start a new one here."""
+        if choice != FOCUS:
+            self.session.new_conversation()
+            return
+
+        def answered(taken: bool) -> None:
+            if taken:
+                self.close()
+            else:
+                self.session.raise_problem(not_forward(event.path))
+
+        ask_to_come_forward(event.path, answered, self)
+
+    def _brought_forward(self) -> None:
+        self.brought_forward += 1
+        if self.isMinimized():
+            self.showNormal()
+        self.raise_()
+        self.activateWindow()
 
     def _follow_reading(self) -> None:
         """Move each reply being spoken to the heard cursor (a few times a second, only while a turn is live)."""
@@ -214,9 +242,8 @@ class MainWindow(QMainWindow):
         clipboard.setText(plain_text(self.transcript_model.bubbles))
 
     def open_conversations(self) -> None:
-        dialog = ConversationsDialog(
-            self.session.journal_dir, self.session.journal_path, self.session.continue_conversation, self
-        )
+        running = self.session.journal_path if self.session.conversation is not None else None  # else: reopen it
+        dialog = ConversationsDialog(self.session.journal_dir, running, self.session.continue_conversation, self)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.open()
 
@@ -280,6 +307,7 @@ class MainWindow(QMainWindow):
         if self._may_close:
             return
         self._unsubscribe()
+        self.come_forward.stop()
         self.chip.stop()
         self.push.stop()
         self._reading.stop()

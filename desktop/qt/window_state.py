@@ -7,11 +7,14 @@ its own, and tests never touch the user's.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QRect, QSettings, QSize
 from PySide6.QtWidgets import QWidget
 
+from adapters.contract.private_files import PRIVATE_FILE, private_dir
 from desktop.qt.talk_keys import DEFAULT_SHORTCUT
 
 PREFERRED = QSize(1060, 720)
@@ -21,7 +24,8 @@ ZOOMS = (0.8, 0.9, 1.0, 1.1, 1.25, 1.4, 1.6, 1.8, 2.0)
 
 class WindowState:
     def __init__(self, config_path: Path) -> None:
-        self._settings = QSettings(str(config_path.with_name("window.ini")), QSettings.Format.IniFormat)
+        self._path = config_path.with_name("window.ini")
+        self._settings = QSettings(str(self._path), QSettings.Format.IniFormat)
 
     @property
     def trace_shown(self) -> bool:
@@ -42,7 +46,13 @@ class WindowState:
     def remember(self, **values: object) -> None:
         for key, value in values.items():
             self._settings.setValue(key, value)
+        try:
+            private_dir(self._path.parent)  # like config.toml: 0700 if Parley makes the folder, the file 0600
+        except OSError:
+            return  # the window's size is not worth an error; the settings keep it in memory
         self._settings.sync()
+        with contextlib.suppress(OSError):
+            os.chmod(self._path, PRIVATE_FILE)
 
     def restore(self, window: QWidget) -> None:
         """The remembered size and place, else the preferred size; either way inside the available screen."""

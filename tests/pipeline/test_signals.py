@@ -72,7 +72,7 @@ def _closed_in_order(events: list[dict[str, Any]]) -> None:
     assert all(m["interrupted"] for m in heard), "a stopped reply keeps only what was heard"
 
 
-@pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129)])
 def test_parley_run_stopped_mid_reply_closes_the_turn_and_writes_the_outputs(
     tmp_path: Path, signum: signal.Signals, status: int
 ) -> None:
@@ -120,7 +120,9 @@ def test_parley_run_stopped_while_the_models_load_still_writes_the_outputs(tmp_p
     assert (out / "output.wav").exists()
 
 
-def test_the_window_closes_in_order_on_sigterm_mid_reply(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_the_window_closes_in_order_on_sigterm_mid_reply(tmp_path: Path, signum: signal.Signals, status: int) -> None:
+    """SIGHUP (the terminal the window was started from closed) is a stop like SIGTERM (issue 38 item 5)."""
     sessions = tmp_path / "sessions"
     process, _, stderr = _start(["--fixture", "barge_in.toml", "--journal-dir", str(sessions)], tmp_path)
 
@@ -129,8 +131,8 @@ def test_the_window_closes_in_order_on_sigterm_mid_reply(tmp_path: Path) -> None
 
     try:
         _when(process, _requested(journal))
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=120) == 143
+        process.send_signal(signum)
+        assert process.wait(timeout=120) == status
     finally:
         if process.poll() is None:
             process.kill()
