@@ -12,6 +12,7 @@ from typing import NoReturn
 
 from adapters.contract import LlmAdapter
 from desktop.errors import BadInput
+from desktop.providers.table import provider_names
 from engine.conversation import VERSION
 from engine.journal import JournalCorrupt
 
@@ -61,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     given.add_argument("--text", action="append", metavar="MESSAGE", help="a typed turn (repeatable)")
     run.add_argument("--out", type=Path, required=True, help="writes journal.jsonl, output.wav and report.json here")
     run.add_argument("--fast", action="store_true", help="skip idle time (model work still takes real time)")
-    run.add_argument("--llm", choices=("local", "openai"), help="the embedded model or an OpenAI-compatible server")
+    run.add_argument("--llm", choices=provider_names(), help="the embedded model or a server (desktop.providers)")
     run.add_argument("--llm-base-url", metavar="URL")
     run.add_argument("--llm-model", metavar="NAME")
     run.add_argument("--retries", type=int, metavar="N")

@@ -19,6 +19,8 @@ from adapters.llm.proxy import ProxySettingError, proxy_for
 from adapters.llm.secret import Secret, redact_url
 from adapters.tts.piper_voice import check_voice_files
 from desktop.config import Config, ConfigError, validate
+from desktop.providers.checks import check_server
+from desktop.providers.table import provider_named
 
 LIVE = frozenset(f"llm.{f.name}" for f in fields(Config().llm))
 RESTART = frozenset(
@@ -86,6 +88,9 @@ def try_connection(config: Config, key: Secret | None) -> tuple[bool, str]:
     """Ask the provider for its models (blocking; run it in a worker): whether it answers and takes the key."""
     if config.llm.provider == "local":
         return True, "The embedded model needs no connection."
+    provider = provider_named(config.llm.provider)
+    if provider is not None and provider.local_server:
+        return check_server(config.llm)
     url = endpoint(config.llm.base_url, "models")
     shown = redact_url(config.llm.base_url)
     headers = {"Authorization": f"Bearer {key.reveal()}"} if key else {}

@@ -36,10 +36,11 @@ from desktop.model.devices import Devices
 from desktop.model.keyring_store import KeyringUnavailable, KeyStore, describe
 from desktop.model.settings_io import SettingsError, save
 from desktop.model.settings_rules import check
+from desktop.providers import table as providers
+from desktop.providers.table import OPENAI_BASE_URL, provider_named
 from desktop.qt.settings_fields import PathField, Picker, SpeechDetection, device, device_box, pick_with_qt
 from desktop.qt.style import named
 
-PROVIDERS = (("Embedded (offline, SmolLM2-135M)", "local"), ("OpenAI-compatible server", "openai"))
 LIVE_TITLE = "Language model (takes effect at once)"
 RESTART_TITLE = "Voice (takes effect after a restart; Parley offers one when you save)"
 Tester = Callable[[Config, str, Callable[[bool, str], None]], None]  # (config, typed key, done(ok, words))
@@ -64,8 +65,8 @@ class SettingsDialog(QDialog):
         self._config, self._path, self._keys, self._tester = config, path, keys, tester
         llm, speech, audio = config.llm, config.speech, config.audio
         self.provider = QComboBox()
-        for label, value in PROVIDERS:
-            self.provider.addItem(label, value)
+        for entry in providers.PROVIDERS:
+            self.provider.addItem(entry.label, entry.name)
         self.provider.setCurrentIndex(self.provider.findData(llm.provider))
         self.base_url = QLineEdit(llm.base_url)
         self.model = QLineEdit(llm.model)
@@ -103,6 +104,7 @@ class SettingsDialog(QDialog):
         self.error.hide()
         self._lay_out(devices.note)
         self.provider.currentIndexChanged.connect(self._provider_changed)
+        self.provider.currentIndexChanged.connect(self._provider_picked)
         self._provider_changed()
         self._show_key_state()
 
@@ -141,11 +143,23 @@ class SettingsDialog(QDialog):
         column.addWidget(buttons)
 
     def _provider_changed(self) -> None:
-        remote = self.provider.currentData() == "openai"
-        for widget in (self.base_url, self.model, self.api_key, self.forget, self.test_button):
-            widget.setEnabled(remote)
-        self.local_model.setEnabled(not remote)
+        """The fields the chosen provider reads are enabled."""
+        chosen = provider_named(str(self.provider.currentData()))
+        reads = chosen.settings if chosen is not None else ()
+        self.base_url.setEnabled("base_url" in reads)
+        self.model.setEnabled("model" in reads)
+        self.api_key.setEnabled("api_key" in reads)
+        self.forget.setEnabled("api_key" in reads)
+        self.test_button.setEnabled(chosen is not None and chosen.over_http)
+        self.local_model.setEnabled("local_model_path" in reads)
         self.test_button.setVisible(self._tester is not None)
+
+    def _provider_picked(self) -> None:
+        """A server's own address replaces another provider's default address (never one the person typed)."""
+        chosen = provider_named(str(self.provider.currentData()))
+        defaults = {OPENAI_BASE_URL, "", *(p.base_url for p in providers.PROVIDERS)}
+        if chosen is not None and chosen.base_url and self.base_url.text().strip() in defaults:
+            self.base_url.setText(chosen.base_url)
 
     def _show_key_state(self) -> None:
         stored = self._keys.load()
@@ -173,7 +187,8 @@ class SettingsDialog(QDialog):
         self._tester(config, self.api_key.text().strip(), self._tested)
 
     def _tested(self, ok: bool, words: str) -> None:
-        self.test_button.setEnabled(self.provider.currentData() == "openai")
+        chosen = provider_named(str(self.provider.currentData()))
+        self.test_button.setEnabled(chosen is not None and chosen.over_http)
         self.test_result.setText(("✓ " if ok else "✗ ") + words)
 
     def form_config(self) -> Config:
