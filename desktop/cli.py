@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from adapters.contract import LlmAdapter
+from desktop.catalog.command import add_parser as add_models_parser
 from desktop.errors import BadInput
 from desktop.providers.table import provider_names
 from engine.conversation import VERSION
@@ -78,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--devices", choices=("fixture", "pulse"), default="fixture",
                        help="pulse: also measure stop and heard words on PulseAudio null sinks")  # fmt: skip
     bench.add_argument("--quick", action="store_true", help="small repetition counts (a smoke run)")
+    add_models_parser(commands)
     return parser
 
 
@@ -89,6 +91,12 @@ def _bench(args: argparse.Namespace) -> int:
     if args.json is not None:
         _check_out_file(args.json, "--json")
     return run_bench(Options(soak=args.soak, json=args.json, devices=args.devices, quick=args.quick))
+
+
+def _models(args: argparse.Namespace) -> int:
+    from desktop.catalog.command import run_models
+
+    return run_models(args)
 
 
 def _devices(args: argparse.Namespace) -> int:
@@ -216,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_app([])
     try:
         commands = {"demo": _demo, "run": _run, "self-test": _self_test, "devices": _devices, "doctor": _doctor,
-                    "bench": _bench}  # fmt: skip
+                    "bench": _bench, "models": _models}  # fmt: skip
         return commands[args.command](args)
     except _bad_input() as error:
         print(f"parley: {error}", file=sys.stderr)
