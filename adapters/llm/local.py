@@ -399,6 +399,12 @@ def _shared_model(path: Path, n_ctx: int, threads: _Threads) -> _Model:
         return model
 
 
+def loaded_models() -> list[Path]:
+    """The model files this process holds in memory (after a switch to another model, not the old one)."""
+    with _MODELS_LOCK:
+        return [path for path, _ in _MODELS]
+
+
 def _forget(path: Path, n_ctx: int) -> None:
     """Blocking: drop the process-wide model for (path, n_ctx) and free it once no generation holds it."""
     with _MODELS_LOCK:

@@ -75,6 +75,12 @@ def shared_voice(model: Path) -> PiperVoice:
         return _voices[model]
 
 
+def loaded_voices() -> list[Path]:
+    """The voice files this process holds in memory (after a switch to another voice, not the old one)."""
+    with _voices_lock:
+        return list(_voices)
+
+
 def _forget(model: Path) -> None:
     with _voices_lock:
         _voices.pop(model, None)

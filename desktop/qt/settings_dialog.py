@@ -1,9 +1,9 @@
 """Settings: provider, model, API key (to the OS keyring, shown only masked), reply limits, devices and voice.
 
-The language model's settings take effect at once; the voice's after a restart, which the dialog says and the
-window offers. Saving checks everything first (ranges, the base URL, that model files exist); an error stays
-in the dialog. Without an OS keyring the other settings are still saved and the window says where the key
-can go instead.
+The models (language, speech recognition, voice) take effect from the next turn; the devices and speech
+detection after a restart, which the dialog says and the window offers. Saving checks everything first
+(ranges, the base URL, that model files exist); an error stays in the dialog. Without an OS keyring the other
+settings are still saved and the window says where the key can go instead.
 """
 
 from __future__ import annotations
@@ -41,8 +41,9 @@ from desktop.providers.table import OPENAI_BASE_URL, provider_named
 from desktop.qt.settings_fields import PathField, Picker, SpeechDetection, device, device_box, pick_with_qt
 from desktop.qt.style import named
 
-LIVE_TITLE = "Language model (takes effect at once)"
-RESTART_TITLE = "Voice (takes effect after a restart; Parley offers one when you save)"
+LIVE_TITLE = "Language model (takes effect from the next turn)"
+SPEECH_TITLE = "Speech models (take effect from the next turn)"
+RESTART_TITLE = "Devices (take effect after a restart; Parley offers one when you save)"
 Tester = Callable[[Config, str, Callable[[bool, str], None]], None]  # (config, typed key, done(ok, words))
 
 
@@ -123,13 +124,14 @@ class SettingsDialog(QDialog):
         llm.addRow("Embedded model file", self.local_model)
         llm.addRow("Longest reply", self.max_tokens)
         llm.addRow("…and at most", self.max_reply_s)
+        speech = QFormLayout()
+        speech.addRow("Voice (Piper .onnx)", self.voice_path)
+        speech.addRow("Speech recognition model", self.asr_path)
         voice = QFormLayout()
         voice.addRow("Microphone", self.input_device)
         voice.addRow("Speaker", self.output_device)
         if device_note:
             voice.addRow("", _hint(device_note))
-        voice.addRow("Voice (Piper .onnx)", self.voice_path)
-        voice.addRow("Speech recognition model", self.asr_path)
         voice.addRow("Speech detection", self.vad)
         voice.addRow("", self.echo)
         voice.addRow("", self.resume)
@@ -138,6 +140,7 @@ class SettingsDialog(QDialog):
         buttons.rejected.connect(self.reject)
         column = QVBoxLayout(self)
         column.addWidget(_group(LIVE_TITLE, llm))
+        column.addWidget(_group(SPEECH_TITLE, speech))
         column.addWidget(_group(RESTART_TITLE, voice))
         column.addWidget(self.error)
         column.addWidget(buttons)
