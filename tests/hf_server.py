@@ -4,8 +4,8 @@ It answers what huggingface_hub asks of the Hub: `HEAD/GET /{repo}/resolve/{revi
 and an ETag (the git blob id of a small file); for a large (LFS) file a 302 to a "CDN" on another host name
 (localhost) with X-Linked-Etag (its sha256) and X-Linked-Size, as the Hub does; the CDN honours Range requests
 (206, Content-Range). The Hub's 404s carry X-Error-Code (RepoNotFound, EntryNotFound). Faults on cue: a connection
-cut after some bytes, bytes that do not match the checksum. Every request is recorded; it runs in its own threads,
-and `stop()` joins them.
+cut after some bytes, bytes that do not match the checksum, a slow line. Every request is recorded; it runs in its
+own threads, and `stop()` joins them.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ class Seen:
 class Faults:
     cut_after: dict[str, list[int]] = field(default_factory=dict)  # sha256 -> bytes sent before each next cut
     corrupt: set[str] = field(default_factory=set)  # sha256 of files served with one byte changed
+    pace: dict[str, float] = field(default_factory=dict)  # sha256 -> seconds between blocks (a slow line)
 
 
 class FakeHub:
@@ -61,6 +62,7 @@ class FakeHub:
         self.seen: list[Seen] = []
         self.faults = Faults()
         self._lock = threading.Lock()
+        self.stopping = threading.Event()  # a paced sender stops waiting
         self.sockets: set[socket.socket] = set()  # open client connections (a pooled client keeps them alive)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = False  # server_close() joins the handlers
@@ -94,6 +96,7 @@ class FakeHub:
         return self
 
     def stop(self) -> None:
+        self.stopping.set()
         self._server.shutdown()
         with self._lock:
             for connection in self.sockets:
@@ -214,6 +217,9 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                         return
                     self.wfile.write(block)
                     sent += len(block)
+                    pause = hub.faults.pace.get(hosted.sha256)
+                    if pause and hub.stopping.wait(pause):
+                        return
 
     return Handler
 

@@ -140,6 +140,8 @@ class Session(Board):
         for kind in stale_problems(self.config, config, key_changed=key_changed):
             self.clear_problem(kind)
         self.config = config
+        if self.conversation is not None:
+            self.conversation.inbox.hold()  # from now on, input waits for the engine on these settings
         self._spawn(self.reconfigure, config)
 
     def try_connection(self, config: Config, key: str, done: Callable[[bool, str], None]) -> None:
@@ -409,6 +411,10 @@ class Session(Board):
             self.conversation.set_input_state(state)
         else:
             self.publish(StateChanged(None, state))
+
+    def start_work(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Run `fn(*args)` as a task the session owns (a download the Models dialog started)."""
+        self._spawn(fn, *args)
 
     def _spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> None:
         """Work a plain command starts, owned by the session (nothing runs before `running()` or after it)."""
