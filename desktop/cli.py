@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from adapters.contract import LlmAdapter
+from desktop.catalog.command import add_parser as add_models_parser
 from desktop.errors import BadInput, disk_problem
+from desktop.providers.table import provider_names
 from desktop.terminal import printable, printable_output
 from engine.conversation import VERSION
 from engine.journal import JournalBusy, JournalCorrupt, JournalWriteFailed
@@ -68,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     given.add_argument("--text", action="append", metavar="MESSAGE", help="a typed turn (repeatable)")
     run.add_argument("--out", type=Path, required=True, help="writes journal.jsonl, output.wav and report.json here")
     run.add_argument("--fast", action="store_true", help="skip idle time (model work still takes real time)")
-    run.add_argument("--llm", choices=("local", "openai"), help="the embedded model or an OpenAI-compatible server")
+    run.add_argument("--llm", choices=provider_names(), help="the embedded model or a server (desktop.providers)")
     run.add_argument("--llm-base-url", metavar="URL")
     run.add_argument("--llm-model", metavar="NAME")
     run.add_argument("--retries", type=int, metavar="N")
@@ -84,6 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--devices", choices=("fixture", "pulse"), default="fixture",
                        help="pulse: also measure stop and heard words on PulseAudio null sinks")  # fmt: skip
     bench.add_argument("--quick", action="store_true", help="small repetition counts (a smoke run)")
+    add_models_parser(commands)
     return parser
 
 
@@ -95,6 +98,12 @@ def _bench(args: argparse.Namespace) -> int:
     if args.json is not None:
         _check_out_file(args.json, "--json")
     return run_bench(Options(soak=args.soak, json=args.json, devices=args.devices, quick=args.quick))
+
+
+def _models(args: argparse.Namespace) -> int:
+    from desktop.catalog.command import run_models
+
+    return run_models(args)
 
 
 def _devices(args: argparse.Namespace) -> int:
@@ -243,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_app([])
     try:
         commands = {"demo": _demo, "run": _run, "self-test": _self_test, "devices": _devices, "doctor": _doctor,
-                    "bench": _bench}  # fmt: skip
+                    "bench": _bench, "models": _models}  # fmt: skip
         with printable_output():
             return commands[args.command](args)
     except _bad_input() as error:

@@ -20,6 +20,7 @@ import platformdirs
 from adapters.llm.secret import redact_url
 from desktop.errors import BadInput
 from desktop.paths import file_problem
+from desktop.providers.table import base_url_for, provider_named, provider_names
 
 APP = "parley"
 
@@ -30,7 +31,7 @@ class ConfigError(BadInput):
 
 @dataclass(frozen=True)
 class LlmConfig:
-    provider: str = "local"  # "local" (embedded llama.cpp) or "openai" (any OpenAI-compatible server)
+    provider: str = "local"  # a name in desktop.providers.table: "local" (embedded llama.cpp), "openai", "ollama", ...
     base_url: str = "https://api.openai.com/v1"
     model: str = "gpt-4o-mini"
     retries: int = 3
@@ -227,10 +228,12 @@ def _coerce(value: Any, kind: type, where: str) -> Any:
 
 def validate(config: Config, where: str, names: Mapping[str, str] | None = None) -> Config:
     """Every value in range, or a ConfigError naming it (as `names` spells it: a flag) and the fix."""
-    if config.llm.provider not in ("local", "openai"):
-        raise ConfigError(f"{where}: llm provider {config.llm.provider!r} is unknown; use 'local' or 'openai'")
-    if config.llm.provider == "openai":
-        _check_url(config.llm.base_url, where)
+    provider = provider_named(config.llm.provider)
+    if provider is None:
+        known = ", ".join(repr(name) for name in provider_names())
+        raise ConfigError(f"{where}: llm provider {config.llm.provider!r} is unknown; use one of {known}")
+    if provider.over_http:
+        _check_url(base_url_for(config.llm), where)
     for (section, key), bounds in NUMBERS.items():
         value = getattr(getattr(config, section), key)
         if not bounds.holds(value):

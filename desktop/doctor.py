@@ -19,6 +19,8 @@ from audio.devices import list_devices, resolve_device
 from audio.events import AudioError
 from audio.vad import SileroModel
 from desktop.config import Config
+from desktop.providers.checks import check_server
+from desktop.providers.table import base_url_for, provider_named
 
 
 @dataclass(frozen=True)
@@ -114,15 +116,18 @@ def _proxy(config: Config) -> Check:
     if config.llm.provider == "local":
         return Check("LLM proxy", True, "none needed: the embedded model works offline")
     try:
-        route = proxy_for(config.llm.base_url)
+        route = proxy_for(base_url_for(config.llm))
     except (ProxySettingError, httpx.InvalidURL) as error:
         return Check("LLM proxy", False, str(error))
-    return Check("LLM proxy", True, f"{without_credentials(config.llm.base_url)} is reached {route.shown}")
+    return Check("LLM proxy", True, f"{without_credentials(base_url_for(config.llm))} is reached {route.shown}")
 
 
 def _provider(config: Config) -> Check:
     if config.llm.provider == "local":
         return Check("LLM provider", True, "embedded llama.cpp (offline)")
+    provider = provider_named(config.llm.provider)
+    if provider is not None and provider.local_server:
+        return Check("LLM provider", *check_server(config.llm))
     url = endpoint(config.llm.base_url, "models")
     shown = redact_url(url)  # the URL's user info or query may hold a credential
     try:

@@ -27,6 +27,7 @@ class Inbox:
         self._items: deque[UserInput] = deque()
         self._changed = asyncio.Event()
         self.closed = False
+        self.held = False  # no next turn starts (input still queues): the app is switching models between turns
 
     def put(self, item: UserInput) -> None:
         self._items.append(item)
@@ -45,6 +46,20 @@ class Inbox:
         self._items.clear()
         return dropped
 
+    def hold(self) -> None:
+        """Start no further turn until `let_go` (the turn under way goes on)."""
+        self.held = True
+
+    def let_go(self) -> None:
+        self.held = False
+        self._changed.set()
+
+    def take(self) -> list[UserInput]:
+        """Every queued input, removed (to be carried to the next conversation)."""
+        taken = list(self._items)
+        self._items.clear()
+        return taken
+
     def close(self) -> None:
         self.closed = True
         self._changed.set()
@@ -57,7 +72,7 @@ class Inbox:
 
     async def get(self) -> UserInput | None:
         """The next input, or None once closed."""
-        while not self._items and not self.closed:
+        while (not self._items or self.held) and not self.closed:
             self._changed.clear()
             await self._changed.wait()
         return None if self.closed else self._items.popleft()

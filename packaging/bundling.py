@@ -73,6 +73,7 @@ def runtime_files() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
             for path in sorted((ROOT / "assets" / "fixtures").iterdir())
             if path.suffix in {".toml", ".wav"}
         ],  # the scenarios, not their generator
+        (str(ROOT / "desktop" / "catalog" / "catalog.toml"), "desktop/catalog"),  # the models `parley models` offers
     ]
     binaries = [*collect_dynamic_libs("llama_cpp"), *collect_dynamic_libs("livekit")]  # loaded with ctypes
     return datas, binaries

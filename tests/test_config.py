@@ -73,7 +73,7 @@ def test_file_then_environment_then_flags(tmp_path: Path) -> None:
         ("[lmm]\nprovider='local'\n", "unknown section [lmm]"),
         ("[llm]\nprovidr='local'\n", "unknown key 'providr'"),
         ("[llm]\nretries='many'\n", "expected int"),
-        ("[llm]\nprovider='gpt'\n", "use 'local' or 'openai'"),
+        ("[llm]\nprovider='gpt'\n", "use one of 'local', 'openai'"),
         ("[llm]\nprovider='openai'\nbase_url='ftp://x'\n", "must start with http"),
         ("[audio]\nvad_threshold=3\n", "vad_threshold = 3 is out of range; give a number > 0 and < 1"),
         ("[audio]\nvad_threshold=nan\n", "vad_threshold = nan is out of range"),

@@ -75,6 +75,11 @@ def shared_model(folder: Path, cpu_threads: int = CPU_THREADS) -> Any:
         return _models[key]
 
 
+def _forget(key: tuple[Path, int]) -> None:
+    with _models_lock:
+        _models.pop(key, None)
+
+
 def used_frames(features: np.ndarray, minimum_s: float = MIN_WINDOW_S) -> int:
     """How much of a (mels, frames) window the encoder reads: up to the last frame holding audio (faster-whisper
     pads with exact zeros, which no real log-mel frame is), at least `minimum_s`, an even count (the encoder
@@ -150,6 +155,12 @@ class WhisperTranscriber:
     async def preload(self, signal: CancelSignal) -> None:
         """Load the shared model in the worker now, so the first utterance does not pay for it."""
         await self._worker.run(lambda _stop: shared_model(self._folder, self._cpu_threads), signal)
+
+    async def release(self) -> None:
+        """Hand the model's memory back (a switch to another Whisper model); the next pass loads it again. Runs on
+        the worker, so after any pass under way."""
+        key = (self._folder, self._cpu_threads)
+        await self._worker.run(lambda _stop: _forget(key), CancelSignal())
 
     async def transcribe(
         self, samples: Samples, signal: CancelSignal, *, sample_rate: int = ASR_SAMPLE_RATE

@@ -145,6 +145,13 @@ class LocalLlamaAdapter:
             load = functools.partial(_shared_model, self._path, self._n_ctx, self._threads)
             self._model = await run_blocking(load, worker=self.worker)
 
+    async def release(self) -> None:
+        """Hand the model's memory back once a generation under way has ended (a switch to another model between
+        turns); every adapter of the same file loses it too, and the next `load` reads the file again."""
+        if self._model is not None:
+            self._model = None
+            await run_blocking(functools.partial(_forget, self._path, self._n_ctx), worker=self.worker)
+
     async def stream(self, options: GenerateOptions, signal: CancelSignal) -> AsyncGenerator[StreamChunk, None]:
         await self.load()
         assert self._model is not None
@@ -394,6 +401,21 @@ def _shared_model(path: Path, n_ctx: int, threads: _Threads) -> _Model:
         if model is None:
             model = _MODELS[(path, n_ctx)] = _load(path, n_ctx, threads)
         return model
+
+
+def loaded_models() -> list[Path]:
+    """The model files this process holds in memory (after a switch to another model, not the old one)."""
+    with _MODELS_LOCK:
+        return [path for path, _ in _MODELS]
+
+
+def _forget(path: Path, n_ctx: int) -> None:
+    """Blocking: drop the process-wide model for (path, n_ctx) and free it once no generation holds it."""
+    with _MODELS_LOCK:
+        model = _MODELS.pop((path, n_ctx), None)
+    if model is not None:
+        with model.busy, LLAMA_LOAD_LOCK:
+            model.llama.close()
 
 
 def _load(path: Path, n_ctx: int, threads: _Threads) -> _Model:

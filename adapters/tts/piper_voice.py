@@ -75,6 +75,17 @@ def shared_voice(model: Path) -> PiperVoice:
         return _voices[model]
 
 
+def loaded_voices() -> list[Path]:
+    """The voice files this process holds in memory (after a switch to another voice, not the old one)."""
+    with _voices_lock:
+        return list(_voices)
+
+
+def _forget(model: Path) -> None:
+    with _voices_lock:
+        _voices.pop(model, None)
+
+
 def _load(model: Path) -> PiperVoice:
     try:
         config = json.loads(model.with_name(model.name + ".json").read_text(encoding="utf-8"))
@@ -153,6 +164,11 @@ class PiperSynthesizer:
             if len(segment.audio):
                 yield segment
                 index += 1
+
+    async def release(self) -> None:
+        """Hand the voice's memory back (a switch to another voice); the next phrase loads it again. Runs on the
+        worker, so after any synthesis under way."""
+        await self._worker.run(lambda _stop: _forget(self._model), CancelSignal())
 
     def _warm_up(self, stop: StopFlag) -> None:
         try:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from desktop.config import Config
 from desktop.model.keyring_store import StoredKey
+from desktop.model.switching import spoken_models
 from desktop.pipeline.parts import LlmChoice
 from engine.clock import Clock
 from engine.conversation import Conversation, EngineParts, open_conversation
@@ -48,7 +49,7 @@ async def open_engine(
             clock=clock,
             tools=tools,
             budgets=Budgets(retries=config.llm.retries, reply_s=config.llm.max_reply_s),
-            summary={**config.summary(), "voice": voice},
+            summary={**config.summary(), "voice": voice, "models": spoken_models(config)},
             speculative_requests=config.llm.speculative_requests,
         )
         async with open_conversation(parts) as conversation:

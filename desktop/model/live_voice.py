@@ -10,13 +10,18 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
+from adapters.asr.whisper import WhisperTranscriber
+from adapters.contract import CancelSignal
 from adapters.contract.tasks import open_tasks
+from adapters.llm.models import ModelError
+from adapters.tts.piper_voice import PiperSynthesizer
 from audio.devices import NO_PORTAUDIO
 from audio.events import AudioUnavailable
 from desktop.config import AudioConfig, Config
 from desktop.errors import BadInput
-from desktop.model.facts import Problem
+from desktop.model.facts import ModelLoading, Problem
 from desktop.model.hearing import dropped_problem
 from desktop.model.voice import VoiceEvents, VoiceUnavailable
 from desktop.model.wording import (
@@ -38,7 +43,7 @@ from desktop.pipeline import facts
 from desktop.pipeline.devices import fixture_devices, probe, real_devices
 from desktop.pipeline.parts import speech_models
 from desktop.pipeline.scenario_play import Stage, play
-from desktop.pipeline.voice import Binding, VoicePipeline, playback_failed_to
+from desktop.pipeline.voice import PIPER, WHISPER, Binding, VoicePipeline, playback_failed_to
 from desktop.scenario import Scenario
 from engine.clock import Clock
 from engine.conversation import Conversation
@@ -80,6 +85,8 @@ class LiveVoice:
         except BadInput as error:
             raise VoiceUnavailable(speech_model_missing("the speech models", str(error))) from None
         self._config = config
+        self._models: dict[str, WhisperTranscriber | PiperSynthesizer] = {"asr": transcriber, "tts": synth}
+        self._next: dict[str, WhisperTranscriber | PiperSynthesizer] = {}  # loaded for settings not yet in use
         self._scenario = scenario
         self._has_speaker = speaker
         self._events: VoiceEvents | None = None
@@ -134,6 +141,58 @@ class LiveVoice:
                 self._played = True  # once: a conversation rebuilt by Settings does not replay it
                 tasks.start(self._play, self._scenario, binding, name="scenario")
             yield
+
+    # Switching models between turns
+
+    async def prepare_models(self, config: Config) -> None:
+        """Load the models `config` names that differ from those in use (a model that will not load is reported
+        and the one in use stays)."""
+        try:
+            transcriber, synth = speech_models(config)
+        except BadInput as error:
+            self._report(speech_model_missing("the chosen speech model", str(error)))
+            return
+        wanted: dict[str, WhisperTranscriber | PiperSynthesizer] = {"asr": transcriber, "tts": synth}
+        for kind, model in wanted.items():
+            ready = self._next.get(kind)
+            if _path(model) == _path(self._models[kind]) or (ready is not None and _path(ready) == _path(model)):
+                continue
+            if ready is not None:
+                await self._next.pop(kind).release()  # loaded for settings that were changed again
+            if await self._preload(kind, model):
+                self._next[kind] = model
+
+    async def use_models(self, config: Config) -> None:
+        """Swap in the models prepared for `config` (loading them now if need be) and release the old ones."""
+        await self.prepare_models(config)
+        transcriber, synth = self._next.pop("asr", None), self._next.pop("tts", None)
+        if transcriber is None and synth is None:
+            return
+        assert transcriber is None or isinstance(transcriber, WhisperTranscriber)
+        assert synth is None or isinstance(synth, PiperSynthesizer)
+        self.pipeline.use_models(transcriber, synth)
+        for kind, new in (("asr", transcriber), ("tts", synth)):
+            if new is not None:
+                old, self._models[kind] = self._models[kind], new
+                await old.release()
+        self._config = config
+
+    async def _preload(self, kind: str, model: WhisperTranscriber | PiperSynthesizer) -> bool:
+        label = WHISPER if kind == "asr" else PIPER
+        started = self.pipeline.clock.now()
+        self._loading(ModelLoading(label, "loading"))
+        try:
+            await model.preload(CancelSignal())
+        except ModelError as error:
+            self._loading(ModelLoading(label, "failed", self.pipeline.clock.now() - started))
+            self._report(speech_model_missing(label, str(error)))
+            return False
+        self._loading(ModelLoading(label, "ready", self.pipeline.clock.now() - started))
+        return True
+
+    def _loading(self, progress: ModelLoading) -> None:
+        if self._events is not None:
+            self._events.loading(progress)
 
     # Talking
 
@@ -193,6 +252,7 @@ class LiveVoice:
         return voice_stopped(fact.error)
 
     def _report(self, problem: Problem) -> None:
+        """A problem for the window (dropped while the voice is not running)."""
         if self._events is not None:
             self._events.problem(problem)
 
@@ -212,3 +272,7 @@ class LiveVoice:
             self._report(fixture_problem(f"The scenario stopped: {error}"))
             return
         self._report(fixture_done(scenario.path))
+
+
+def _path(model: WhisperTranscriber | PiperSynthesizer) -> Path:
+    return model.model_dir if isinstance(model, WhisperTranscriber) else model.voice_path

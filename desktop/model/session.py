@@ -43,7 +43,8 @@ from desktop.model.facts import (
 from desktop.model.hearing import DIDNT_CATCH
 from desktop.model.keyring_store import KeyStore, StoredKey
 from desktop.model.reading import heard_so_far
-from desktop.model.settings_rules import stale_problems, try_connection
+from desktop.model.settings_rules import changed, stale_problems, try_connection
+from desktop.model.switching import release_llm, same_model, spoken_models
 from desktop.model.voice import SimulatedVoice, VoiceCallbacks, VoiceIO, VoiceUnavailable
 from desktop.model.wording import (
     conversation_busy,
@@ -106,6 +107,10 @@ class Session(Board):
         self._applied = anyio.Event()  # the engine runs with the current settings (or cannot)
         self._ended = anyio.Event()
         self._closed_by: Problem | None = None  # why no engine runs, when it is not the language model
+        self._switching = 0  # settings changes under way
+        self._held: list[UserInput] = []  # input that came while the engine was being rebuilt
+        self._running: Config | None = None  # the settings the engine runs with
+        self._last: LlmChoice | None = None  # the language model the last engine ran
 
     # Lifecycle
 
@@ -145,11 +150,13 @@ class Session(Board):
         self._tasks.start(close, name="close")
 
     def apply_settings(self, config: Config, *, key_changed: bool = False) -> None:
-        """Take new settings now; the engine is rebuilt for them (the current turn is disposed first). Banners
-        about what the change may have fixed go (they come back if it did not)."""
+        """Take new settings from the next turn on (a turn under way finishes as it began). Banners about what the
+        change may have fixed go (they come back if it did not)."""
         for kind in stale_problems(self.config, config, key_changed=key_changed):
             self.clear_problem(kind)
         self.config = config
+        if self.conversation is not None:
+            self.conversation.inbox.hold()  # from now on, input waits for the engine on these settings
         self._spawn(self.reconfigure, config)
 
     def try_connection(self, config: Config, key: str, done: Callable[[bool, str], None]) -> None:
@@ -168,15 +175,49 @@ class Session(Board):
         if self._tasks is not None:
             self._tasks.start(probe, name="try-connection")
 
-    async def reconfigure(self, config: Config) -> None:
-        """Rebuild the engine for `config`; returns once it runs (or could not be set up)."""
-        self._stopping("settings")
+    async def reconfigure(self, config: Config, *, at_next_turn: bool = True) -> None:
+        """Rebuild the engine for `config`; returns once it runs (or could not be set up). `at_next_turn`: a turn
+        under way finishes on the old models and no next turn starts meanwhile (its input waits and goes to the new
+        engine); the speech models the settings name are loaded first, and the old models released after. Else the
+        turn under way is disposed now (another conversation is opened)."""
         self.config = config
-        self._version += 1
-        self._applied = anyio.Event()
-        self._changed.set()
-        if not self._closing and self._tasks is not None and not self._ended.is_set():
-            await self._applied.wait()
+        self._switching += 1
+        try:
+            if at_next_turn:
+                await self._after_the_turn(config)
+            else:
+                self._stopping("conversation")
+            self._version += 1
+            self._applied = anyio.Event()
+            self._changed.set()
+            if not self._closing and self._tasks is not None and not self._ended.is_set():
+                await self._applied.wait()
+        finally:
+            self._switching -= 1
+            self._pass_on_held()
+
+    async def _after_the_turn(self, config: Config) -> None:
+        """Load what the new settings need while the turn under way goes on, then wait for it to end (starting no
+        other) and put the change on its conversation's record."""
+        conversation = self.conversation
+        if conversation is not None:
+            conversation.inbox.hold()
+        await self.voice.prepare_models(config)
+        live = conversation.live_turn if conversation is not None else None
+        if live is not None:
+            await live.finished.wait()
+        if conversation is not None and self._running is not None and conversation is self.conversation:
+            names = changed(self._running, config)
+            if names:
+                conversation.record("settings/changed", changed=sorted(names), models=spoken_models(config))
+
+    def _pass_on_held(self) -> None:
+        """Input that arrived while the engine was being rebuilt goes to the new one, in order."""
+        if self._switching or self.conversation is None:
+            return
+        held, self._held = self._held, []
+        for item in held:
+            self.conversation.submit(item)
 
     async def _life(self) -> None:
         """One task holds the voice and, inside it, one engine per settings version, so every context is left in
@@ -187,13 +228,12 @@ class Session(Board):
                     self._changed = anyio.Event()
                     version = self._version
                     try:
+                        await self.voice.use_models(self.config)  # between two engines: no turn is under way
                         async with self._engine(version):
                             self._applied.set()
                             await self._changed.wait()
                     except Exception as error:  # noqa: BLE001 (the engine died: said, and the window lives on)
                         self._engine_died(error)
-                        self._applied.set()
-                        await self._changed.wait()
         finally:
             self._applied.set()
             self._ended.set()
@@ -218,6 +258,7 @@ class Session(Board):
         """A conversation on the current settings for the block (none while they cannot give one)."""
         self._closed_by = None
         choice = None if version == self._broken else self._choose()
+        await self._hand_back(choice)
         if choice is None:
             self._show_conversation(None)
             self.publish(EngineClosed())
@@ -233,6 +274,7 @@ class Session(Board):
             self._closed_by = None
             self.clear_problem("journal")
             self.clear_problem("busy")
+            self._running = self.config
             self._show_conversation(self.conversation.parts.journal.events)
             self._repaired(self.conversation.parts.journal)
             stack.callback(self.conversation.subscribe(self._on_engine))
@@ -244,6 +286,8 @@ class Session(Board):
             try:
                 yield
             finally:
+                if self.conversation.inbox.held:  # the settings changed between two turns: input waits for them
+                    self._held[:0] = self.conversation.inbox.take()
                 self.conversation = None
         self.publish(EngineClosed())
 
@@ -260,6 +304,12 @@ class Session(Board):
         """Lines of the journal that did not fit were moved aside on opening it: say which, once."""
         if journal.recovered.quarantined:
             self.raise_problem(journal_repaired(quarantine_note(journal.path, journal.recovered.quarantined)))
+
+    async def _hand_back(self, choice: LlmChoice | None) -> None:
+        """Release the last engine's language model when the next one runs another (its memory goes back first)."""
+        last, self._last = self._last, choice
+        if last is not None and not same_model(last, choice):
+            await release_llm(last)
 
     def _show_conversation(self, events: list[dict[str, Any]] | None) -> None:
         """Tell the listeners which conversation this is, once per journal (not on every settings change)."""
@@ -338,11 +388,14 @@ class Session(Board):
 
     def submit(self, item: UserInput) -> bool:
         """Queue an input for its turn; the API key is redacted from it, as the journal would."""
+        if self._key is not None:
+            item = replace(item, text=Redactor([self._key.secret.reveal()]).text(item.text))
+        if self.conversation is None and self._switching:
+            self._held.append(item)  # the engine is being rebuilt for new settings: it answers this next
+            return True
         if self.conversation is None:
             self.raise_problem(self._closed_by or self.problems.get("missing_model") or no_engine())
             return False
-        if self._key is not None:
-            item = replace(item, text=Redactor([self._key.secret.reveal()]).text(item.text))
         self.conversation.submit(item)
         return True
 
@@ -394,7 +447,7 @@ class Session(Board):
             return
         self._stopping("conversation")
         self.journal_path = journal
-        self._spawn(self.reconfigure, self.config)
+        self._spawn(self.reconfigure, self.config, at_next_turn=False)
 
     def reading(self, turn: int, step: int, attempt: int) -> str | None:
         """The words of a reply heard so far while its turn is live (None when it is not): the heard cursor
@@ -417,6 +470,10 @@ class Session(Board):
             self.conversation.set_input_state(state)
         else:
             self.publish(StateChanged(None, state))
+
+    def start_work(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Run `fn(*args)` as a task the session owns (a download the Models dialog started)."""
+        self._spawn(fn, *args)
 
     def _spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> None:
         """Work a plain command starts, owned by the session (nothing runs before `running()` or after it)."""

@@ -1,8 +1,8 @@
 """What a change of settings does: which take effect at once and which after a restart (every field is one or
 the other, none is ignored), which failure banners it makes stale, and the checks run before saving.
 
-The language model's settings apply live (the session rebuilds the engine on them); the voice pipeline's
-(devices, models, speech detection, echo cancellation) are read once when it starts.
+The models (language, speech recognition, voice) apply from the next turn (the session swaps them between two
+turns); the voice pipeline's devices, speech detection and echo cancellation are read once when it starts.
 """
 
 from __future__ import annotations
@@ -19,11 +19,13 @@ from adapters.llm.proxy import ProxySettingError, proxy_for
 from adapters.llm.secret import Secret, redact_url
 from adapters.tts.piper_voice import check_voice_files
 from desktop.config import Config, ConfigError, validate
+from desktop.providers.checks import check_server
+from desktop.providers.table import provider_named
 
-LIVE = frozenset(f"llm.{f.name}" for f in fields(Config().llm))
-RESTART = frozenset(
-    [f"speech.{f.name}" for f in fields(Config().speech)] + [f"audio.{f.name}" for f in fields(Config().audio)]
+LIVE = frozenset(
+    [f"llm.{f.name}" for f in fields(Config().llm)] + [f"speech.{f.name}" for f in fields(Config().speech)]
 )
+RESTART = frozenset(f"audio.{f.name}" for f in fields(Config().audio))
 NAMES = {
     "speech.asr_model_path": "speech recognition model",
     "speech.voice_path": "voice",
@@ -86,6 +88,9 @@ def try_connection(config: Config, key: Secret | None) -> tuple[bool, str]:
     """Ask the provider for its models (blocking; run it in a worker): whether it answers and takes the key."""
     if config.llm.provider == "local":
         return True, "The embedded model needs no connection."
+    provider = provider_named(config.llm.provider)
+    if provider is not None and provider.local_server:
+        return check_server(config.llm)
     url = endpoint(config.llm.base_url, "models")
     shown = redact_url(config.llm.base_url)
     headers = {"Authorization": f"Bearer {key.reveal()}"} if key else {}

@@ -14,6 +14,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
+from desktop.config import Config
 from desktop.model.facts import ModelLoading, Problem
 from desktop.model.wording import voice_not_wired
 from desktop.pipeline.speech import SIMULATED_MS_PER_WORD
@@ -98,6 +99,13 @@ class VoiceIO(Protocol):
         """Spoken input goes to `conversation` and barge-in cancels its turns, for the block."""
         ...
 
+    async def prepare_models(self, config: Config) -> None:
+        """Load the speech models `config` names while a turn may still be under way (problems are reported)."""
+
+    async def use_models(self, config: Config) -> None:
+        """Speak and listen with the models `config` names from now on (called between two conversations, when
+        nothing is attached); the ones replaced are released."""
+
     def start_listening(self) -> None:
         """Hands-free: VAD decides when the person speaks; may raise VoiceUnavailable."""
 
@@ -149,6 +157,12 @@ class SimulatedVoice:
     @asynccontextmanager
     async def attached(self, conversation: Conversation) -> AsyncIterator[None]:
         yield
+
+    async def prepare_models(self, config: Config) -> None:
+        return None  # no models: replies are timed, not spoken
+
+    async def use_models(self, config: Config) -> None:
+        return None
 
     def start_listening(self) -> None:
         raise VoiceUnavailable(self._why)

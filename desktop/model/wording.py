@@ -10,6 +10,7 @@ from adapters.contract.llm import FailureCode
 from adapters.llm.secret import redact_url
 from desktop.config import LlmConfig
 from desktop.model.facts import Problem
+from desktop.providers.table import base_url_for
 from engine.events import BackoffInfo, State
 from engine.retry import Backoff
 
@@ -94,7 +95,7 @@ def problem_for_failure(failure: LlmFailure, llm: LlmConfig, *, key_set: bool) -
             return Problem("The provider wants an API key and none is set", _KEY_FIX, "auth")
         return Problem("The API key was refused by the provider", _KEY_FIX, "auth")
     if failure.code in (FailureCode.TRANSPORT, FailureCode.TIMEOUT) and llm.provider != "local":
-        message = f"Cannot reach the provider at {redact_url(llm.base_url)}"
+        message = f"Cannot reach the provider at {redact_url(base_url_for(llm))}"
         return Problem(message, "Check the base URL in Settings and that the server is running", "unreachable")
     if failure.code == FailureCode.QUOTA:
         fix = "Top up the account, or pick another provider in Settings"

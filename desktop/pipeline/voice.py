@@ -215,6 +215,18 @@ class VoicePipeline:
         if not self._listening:
             self._quiet()
 
+    def use_models(self, transcriber: _Transcribes | None, synthesizer: _Synthesizes | None) -> None:
+        """Listen and speak with these (loaded) models from now on; called while no conversation is attached, so
+        no utterance or reply changes model half way (the next `attached` gives Ears the transcriber)."""
+        if transcriber is not None:
+            self.transcriber = transcriber
+            if isinstance(self.unheard, SpeechModelFailed):
+                self.unheard = None
+        if synthesizer is not None:
+            self.synthesizer = synthesizer
+            self._output.use(synthesizer)
+            self._voice_loaded = True
+
     def played_words(self, since: float) -> list[TimedWord]:
         """What Parley's speaker has played since `since` (clock), word by word: its echo may be heard."""
         return self._output.played_words(since)

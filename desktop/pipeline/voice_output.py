@@ -60,6 +60,10 @@ class VoiceOutput:
         self._first_heard: dict[int, float] = {}  # of released turns
         self._ids = itertools.count(1)
 
+    def use(self, synthesizer: Synthesizer) -> None:
+        """Speak with another voice from the next phrase on (the app switches between turns)."""
+        self._synth = synthesizer
+
     async def say(self, key: SpeechKey, text: str, signal: CancelSignal) -> None:
         state = self._turns.setdefault(key.turn, _Turn())
         if state.silenced or signal.cancelled:

@@ -1,9 +1,9 @@
 """Settings: provider, model, API key (to the OS keyring, shown only masked), reply limits, devices and voice.
 
-The language model's settings take effect at once; the voice's after a restart, which the dialog says and the
-window offers. Saving checks everything first (ranges, the base URL, that model files exist); an error stays
-in the dialog. Without an OS keyring the other settings are still saved and the window says where the key
-can go instead.
+The models (language, speech recognition, voice) take effect from the next turn; the devices and speech
+detection after a restart, which the dialog says and the window offers. Saving checks everything first
+(ranges, the base URL, that model files exist); an error stays in the dialog. Without an OS keyring the other
+settings are still saved and the window says where the key can go instead.
 """
 
 from __future__ import annotations
@@ -36,12 +36,14 @@ from desktop.model.devices import Devices
 from desktop.model.keyring_store import KeyringUnavailable, KeyStore, describe
 from desktop.model.settings_io import SettingsError, save
 from desktop.model.settings_rules import check
+from desktop.providers import table as providers
+from desktop.providers.table import OPENAI_BASE_URL, provider_named
 from desktop.qt.settings_fields import PathField, Picker, SpeechDetection, device, device_box, pick_with_qt
 from desktop.qt.style import named
 
-PROVIDERS = (("Embedded (offline, SmolLM2-135M)", "local"), ("OpenAI-compatible server", "openai"))
-LIVE_TITLE = "Language model (takes effect at once)"
-RESTART_TITLE = "Voice (takes effect after a restart; Parley offers one when you save)"
+LIVE_TITLE = "Language model (takes effect from the next turn)"
+SPEECH_TITLE = "Speech models (take effect from the next turn)"
+RESTART_TITLE = "Devices (take effect after a restart; Parley offers one when you save)"
 Tester = Callable[[Config, str, Callable[[bool, str], None]], None]  # (config, typed key, done(ok, words))
 
 
@@ -64,8 +66,8 @@ class SettingsDialog(QDialog):
         self._config, self._path, self._keys, self._tester = config, path, keys, tester
         llm, speech, audio = config.llm, config.speech, config.audio
         self.provider = QComboBox()
-        for label, value in PROVIDERS:
-            self.provider.addItem(label, value)
+        for entry in providers.PROVIDERS:
+            self.provider.addItem(entry.label, entry.name)
         self.provider.setCurrentIndex(self.provider.findData(llm.provider))
         self.base_url = QLineEdit(llm.base_url)
         self.model = QLineEdit(llm.model)
@@ -97,12 +99,14 @@ class SettingsDialog(QDialog):
         self.echo.setChecked(audio.echo_cancellation)
         self.resume = QCheckBox("Resume the reply when an interruption was only a noise")
         self.resume.setChecked(audio.false_interruption_resume)
+        self.models_button = QPushButton("Models… (download and choose)")
         self.error = QLabel()
         self.error.setStyleSheet("color: #b91c1c;")
         self.error.setWordWrap(True)
         self.error.hide()
         self._lay_out(devices.note)
         self.provider.currentIndexChanged.connect(self._provider_changed)
+        self.provider.currentIndexChanged.connect(self._provider_picked)
         self._provider_changed()
         self._show_key_state()
 
@@ -121,13 +125,15 @@ class SettingsDialog(QDialog):
         llm.addRow("Embedded model file", self.local_model)
         llm.addRow("Longest reply", self.max_tokens)
         llm.addRow("…and at most", self.max_reply_s)
+        speech = QFormLayout()
+        speech.addRow("", self.models_button)
+        speech.addRow("Voice (Piper .onnx)", self.voice_path)
+        speech.addRow("Speech recognition model", self.asr_path)
         voice = QFormLayout()
         voice.addRow("Microphone", self.input_device)
         voice.addRow("Speaker", self.output_device)
         if device_note:
             voice.addRow("", _hint(device_note))
-        voice.addRow("Voice (Piper .onnx)", self.voice_path)
-        voice.addRow("Speech recognition model", self.asr_path)
         voice.addRow("Speech detection", self.vad)
         voice.addRow("", self.echo)
         voice.addRow("", self.resume)
@@ -136,16 +142,29 @@ class SettingsDialog(QDialog):
         buttons.rejected.connect(self.reject)
         column = QVBoxLayout(self)
         column.addWidget(_group(LIVE_TITLE, llm))
+        column.addWidget(_group(SPEECH_TITLE, speech))
         column.addWidget(_group(RESTART_TITLE, voice))
         column.addWidget(self.error)
         column.addWidget(buttons)
 
     def _provider_changed(self) -> None:
-        remote = self.provider.currentData() == "openai"
-        for widget in (self.base_url, self.model, self.api_key, self.forget, self.test_button):
-            widget.setEnabled(remote)
-        self.local_model.setEnabled(not remote)
+        """The fields the chosen provider reads are enabled."""
+        chosen = provider_named(str(self.provider.currentData()))
+        reads = chosen.settings if chosen is not None else ()
+        self.base_url.setEnabled("base_url" in reads)
+        self.model.setEnabled("model" in reads)
+        self.api_key.setEnabled("api_key" in reads)
+        self.forget.setEnabled("api_key" in reads)
+        self.test_button.setEnabled(chosen is not None and chosen.over_http)
+        self.local_model.setEnabled("local_model_path" in reads)
         self.test_button.setVisible(self._tester is not None)
+
+    def _provider_picked(self) -> None:
+        """A server's own address replaces another provider's default address (never one the person typed)."""
+        chosen = provider_named(str(self.provider.currentData()))
+        defaults = {OPENAI_BASE_URL, "", *(p.base_url for p in providers.PROVIDERS)}
+        if chosen is not None and chosen.base_url and self.base_url.text().strip() in defaults:
+            self.base_url.setText(chosen.base_url)
 
     def _show_key_state(self) -> None:
         stored = self._keys.load()
@@ -173,7 +192,8 @@ class SettingsDialog(QDialog):
         self._tester(config, self.api_key.text().strip(), self._tested)
 
     def _tested(self, ok: bool, words: str) -> None:
-        self.test_button.setEnabled(self.provider.currentData() == "openai")
+        chosen = provider_named(str(self.provider.currentData()))
+        self.test_button.setEnabled(chosen is not None and chosen.over_http)
         self.test_result.setText(("✓ " if ok else "✗ ") + words)
 
     def form_config(self) -> Config:

@@ -27,6 +27,7 @@ from desktop.model.busy import FOCUS, busy_question
 from desktop.model.conversations import bubbles_of, plain_text
 from desktop.model.devices import Devices, list_devices
 from desktop.model.facts import ConversationBusy, ConversationOpened, EngineClosed, EngineOpened
+from desktop.model.model_shelf import Shelf
 from desktop.model.session import Session
 from desktop.model.settings_rules import restart_needed
 from desktop.model.trace_model import TraceBook
@@ -36,6 +37,7 @@ from desktop.qt.banner import BannerArea
 from desktop.qt.busy import ComeForward, ask, ask_to_come_forward
 from desktop.qt.controls import Controls
 from desktop.qt.conversations_dialog import ConversationsDialog
+from desktop.qt.models_dialog import ModelsDialog
 from desktop.qt.settings_dialog import SettingsDialog
 from desktop.qt.state_chip import StateChip
 from desktop.qt.style import named, sheet
@@ -50,7 +52,14 @@ READING_MS = 120  # how often the bubble being spoken follows the heard cursor
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, session: Session, *, config_path: Path, devices: Callable[[], Devices] = list_devices) -> None:
+    def __init__(
+        self,
+        session: Session,
+        *,
+        config_path: Path,
+        devices: Callable[[], Devices] = list_devices,
+        shelf: Shelf | None = None,
+    ) -> None:
         super().__init__()
         self.setWindowTitle("Parley")
         self.session = session
@@ -78,6 +87,8 @@ class MainWindow(QMainWindow):
         self.push = PushToTalk(session, self)
         self.controls = Controls(session, self.push)
         self.settings_dialog: SettingsDialog | None = None
+        self.models_dialog: ModelsDialog | None = None
+        self._shelf = shelf
         self.menu = Menu(self, self._commands())
         self._reading = QTimer(self)
         self._reading.setInterval(READING_MS)
@@ -257,8 +268,30 @@ class MainWindow(QMainWindow):
         )
         dialog.saved.connect(self._settings_saved)
         dialog.finished.connect(self._settings_closed)
+        dialog.models_button.clicked.connect(self.open_models)
         self.settings_dialog = dialog
         dialog.open()
+
+    def open_models(self) -> None:
+        """Settings → Models: the catalogue, downloads and the model in use (one dialog at a time)."""
+        if self.models_dialog is not None:
+            self.models_dialog.raise_()
+            return
+        if self._shelf is None:
+            from desktop.catalog.entries import load_catalogue
+            from desktop.catalog.store import Store, models_dir
+
+            self._shelf = Shelf(load_catalogue(), Store(models_dir()), self.session.start_work)
+        dialog = ModelsDialog(self._shelf, self.session.config, self._config_path, self)
+        dialog.used.connect(self.session.apply_settings)
+        dialog.finished.connect(self._models_closed)
+        self.models_dialog = dialog
+        dialog.open()
+
+    def _models_closed(self) -> None:
+        if self.models_dialog is not None:
+            self.models_dialog.deleteLater()
+            self.models_dialog = None
 
     def _settings_saved(self, config: Config, key_stored: bool, key_problem: str) -> None:
         """Apply what applies live; say where a key that could not be stored can go; offer a restart."""
@@ -300,6 +333,10 @@ class MainWindow(QMainWindow):
             return
         if self.settings_dialog is not None:
             self.settings_dialog.reject()
+        if self._shelf is not None:
+            self._shelf.cancel()  # a download under way stops and keeps nothing
+        if self.models_dialog is not None:
+            self.models_dialog.reject()
         await self.session.aclose()
         self._detach()
 

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QAbstractButton, QComboBox, QGroupBox, QLabel, QLi
 
 from adapters.contract import CancelSignal, GenerateOptions, StreamChunk
 from desktop.model.devices import Devices
+from desktop.model.model_shelf import Shelf
 from desktop.model.session import Session
 from desktop.qt.window import MainWindow
 from engine.testing import FakeLlm, reply
@@ -67,9 +68,9 @@ class MemoryKeyring(KeyringBackend):
 
 
 @asynccontextmanager
-async def running_window(session: Session, config_path: Path) -> AsyncIterator[MainWindow]:
+async def running_window(session: Session, config_path: Path, shelf: Shelf | None = None) -> AsyncIterator[MainWindow]:
     """A shown window over a started session; on exit the conversation is disposed and the window deleted."""
-    window = MainWindow(session, config_path=config_path, devices=lambda: DEVICES)
+    window = MainWindow(session, config_path=config_path, devices=lambda: DEVICES, shelf=shelf)
     window.show()
     try:
         async with session.running():

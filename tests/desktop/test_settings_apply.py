@@ -36,7 +36,8 @@ def test_every_setting_is_either_live_or_needs_a_restart() -> None:
     assert LIVE | RESTART == every
     assert not LIVE & RESTART
     assert {"llm.max_tokens", "llm.max_reply_s"} <= LIVE
-    assert "at once" in LIVE_TITLE
+    assert "next turn" in LIVE_TITLE
+    assert {"speech.voice_path", "speech.asr_model_path"} <= LIVE
     assert "restart" in RESTART_TITLE
     mic = replace(Config(), audio=replace(Config().audio, input_device="USB"))
     assert restart_needed(Config(), mic) == ["microphone"]
