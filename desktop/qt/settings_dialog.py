@@ -36,6 +36,7 @@ from desktop.model.devices import Devices
 from desktop.model.keyring_store import KeyringUnavailable, KeyStore, describe
 from desktop.model.settings_io import SettingsError, save
 from desktop.model.settings_rules import check
+from desktop.qt.fit import Scroller, fit_dialog
 from desktop.qt.settings_fields import PathField, Picker, SpeechDetection, device, device_box, pick_with_qt
 from desktop.qt.style import named
 
@@ -134,11 +135,18 @@ class SettingsDialog(QDialog):
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.save)
         buttons.rejected.connect(self.reject)
+        groups = QWidget()
+        inside = QVBoxLayout(groups)
+        inside.setContentsMargins(0, 0, 0, 0)
+        inside.addWidget(_group(LIVE_TITLE, llm))
+        inside.addWidget(_group(RESTART_TITLE, voice))
+        inside.addStretch(1)
+        self.scroller = Scroller(groups)  # on a small or scaled screen the groups scroll; Save stays in view
         column = QVBoxLayout(self)
-        column.addWidget(_group(LIVE_TITLE, llm))
-        column.addWidget(_group(RESTART_TITLE, voice))
+        column.addWidget(self.scroller, 1)
         column.addWidget(self.error)
         column.addWidget(buttons)
+        fit_dialog(self)
 
     def _provider_changed(self) -> None:
         remote = self.provider.currentData() == "openai"
