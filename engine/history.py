@@ -1,7 +1,9 @@
 """Rebuild what the model is told from the journal alone: heard words only, every call with its result.
 
-An interrupted reply is sent as exactly the words heard plus CUT_MARK (a dash, which the system message explains):
-the mark sits on the reply itself and stays there, so a barge-in changes nothing the model has read before it.
+An interrupted reply is sent as exactly the words heard, and the user's next message carries CUT_NOTE: a small model
+copied a dash left dangling on its own text (and with it the cut story) into the next replies, where a note in the
+person's own words leads it to answer them. The note is on the new message only, so a barge-in changes nothing the
+model has read before it (the embedded model's prefix cache keeps the conversation).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass, field
 from adapters.contract import Message, ToolCall
 from engine.journal import Event
 
-CUT_MARK = " \u2014"  # " —": where the user stopped listening
+CUT_NOTE = "(I interrupted your last reply; answer this instead.)"
 
 
 @dataclass
@@ -32,13 +34,19 @@ class _Turn:
     def step(self, number: int) -> _Step:
         return self.steps.setdefault(number, _Step())
 
-    def messages(self) -> list[Message]:
-        out = [Message("user", self.user)] if self.user is not None else []
+    @property
+    def cut(self) -> bool:
+        """The person cut off a reply of this turn after hearing some of it."""
+        return any(step.interrupted and step.text for step in self.steps.values())
+
+    def messages(self, *, after_cut: bool = False) -> list[Message]:
+        out = []
+        if self.user is not None:
+            out.append(Message("user", f"{self.user}\n{CUT_NOTE}" if after_cut else self.user))
         for number in sorted(self.steps):
             step = self.steps[number]
             if step.text or step.calls:
-                text = step.text + CUT_MARK if step.interrupted and step.text else step.text
-                out.append(Message("assistant", text, tuple(step.calls)))
+                out.append(Message("assistant", step.text, tuple(step.calls)))
             out.extend(step.results)
         return out
 
@@ -75,7 +83,11 @@ def _kept(events: Sequence[Event], drop_oldest: int) -> list[_Turn]:
 
 def build_history(events: Sequence[Event], *, drop_oldest: int = 0) -> list[Message]:
     """Messages in order; the `drop_oldest` earliest turns are left out (never the newest one)."""
-    return [message for turn in _kept(events, drop_oldest) for message in turn.messages()]
+    kept = _kept(events, drop_oldest)
+    cuts = [False, *(turn.cut for turn in kept[:-1])]
+    return [
+        message for turn, after_cut in zip(kept, cuts, strict=True) for message in turn.messages(after_cut=after_cut)
+    ]
 
 
 def past_turn_count(events: Sequence[Event]) -> int:

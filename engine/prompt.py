@@ -1,18 +1,14 @@
 """Prompt assembly, a stage of its own: it gets the turn's signal like every other stage.
 
-One system message at the start, the same in every request of a session (but for the minute): the persona, a rule
-for replies cut off by the user, and the local date and time from an injected wall clock. A reply the user cut off
-is sent as exactly the words heard plus a dash (engine.history), so nothing before it changes after a barge-in and
-the embedded model's prefix cache keeps the whole conversation: the question that interrupted a reply is answered
-after reading itself and the cut reply (~20 tokens, ~0.1 s here), not the whole prompt again (~130 tokens, ~0.7 s).
+One system message at the start, the same in every request of a session (but for the minute): the persona and the
+local date and time from an injected wall clock. A reply the user cut off is sent as exactly the words heard, and
+the note that it was cut rides on the user's next message (engine.history), so nothing before it changes after a
+barge-in and the embedded model's prefix cache keeps the whole conversation: the question that interrupted a reply
+is answered after reading itself and the cut reply, not the whole prompt again.
 
-Worded as measured on SmolLM2-135M (30 tries per question, asked right after a story cut at "Once upon a time, in
-the land of"), against the note said in the system message only after a barge-in: "What time is it?" 22 right (20
-with that note), "What's today's date?" 29 (4), "What is two plus two?" 7 (4), "What day is it?" 3 (15); 61 of 120
-in all against 43. Earlier: a system message in mid-conversation made it apologise (16 of 16), a marker in words
-inside the reply ("[the user interrupted here]") was repeated back. "Today is <date>. The time is 3:39 AM" is the
-wording it reads best: "What time is it?" answered right 31 of 32 times (21 right after a cut), against 16 for
-"03:39" and 8 of 24 for "It is now <date>, 03:24".
+Worded as measured on SmolLM2-135M (the commits that changed it give the figures): a marker in words inside the
+reply was repeated back, a dash on it was copied with the cut story into later replies, and "Today is <date>. The
+time is 3:39 AM" is the wording of the time it reads best.
 """
 
 from __future__ import annotations
@@ -28,10 +24,6 @@ from engine.journal import Event
 DEFAULT_SYSTEM_PROMPT = (
     "You are Parley, a friendly voice companion. Answer in one to three short spoken sentences. "
     "No lists, no markdown, no emoji."
-)
-CUT_OFF_RULE = (
-    "If your last reply ends with a dash, the user interrupted you there and heard only that much: "
-    "answer their new message."
 )
 _DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
@@ -70,7 +62,7 @@ class PromptBuilder(Protocol):
 
 
 class HistoryPrompt:
-    """A system prompt (with the cut-off rule and the date) plus the conversation rebuilt from the journal."""
+    """A system prompt (with the date) plus the conversation rebuilt from the journal."""
 
     def __init__(
         self, system_prompt: str = DEFAULT_SYSTEM_PROMPT, *, wall: Callable[[], dt.datetime] = local_now
@@ -83,4 +75,4 @@ class HistoryPrompt:
         return (Message("system", self.system_text()), *history)
 
     def system_text(self) -> str:
-        return f"{self.system_prompt} {CUT_OFF_RULE} {now_sentence(self._wall())}"
+        return f"{self.system_prompt} {now_sentence(self._wall())}"

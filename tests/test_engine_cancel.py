@@ -13,7 +13,7 @@ import pytest
 from adapters.contract import CancelSignal, Message, TextDelta, ToolCallDelta, ToolSpec, User
 from adapters.contract.workers import run_blocking
 from engine.events import State, TextGenerated
-from engine.history import CUT_MARK
+from engine.history import CUT_NOTE
 from engine.inbox import UserInput
 from engine.journal import Event
 from engine.prompt import HistoryPrompt
@@ -114,8 +114,8 @@ async def test_history_holds_only_what_was_heard(tmp_path: Path) -> None:
         await k.conversation.cancel(User(), keep_inbox=True)
         k.submit("second")
         await k.until(lambda: len(k.llm.calls) == 2, "second request")
-        assistant = [m.content for m in k.llm.calls[1].messages if m.role == "assistant"]
-        assert assistant == [f"Alpha{CUT_MARK}"]  # the heard words, marked where the user cut them off
+        sent = [(m.role, m.content) for m in k.llm.calls[1].messages if m.role != "system"]
+        assert sent == [("user", "first"), ("assistant", "Alpha"), ("user", f"second\n{CUT_NOTE}")]  # heard, then cut
 
 
 def _tools(*tools: Tool) -> ToolRegistry:

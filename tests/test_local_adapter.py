@@ -204,7 +204,7 @@ async def test_a_prefilled_prompt_is_not_read_again_and_its_reply_samples_at_onc
 
 async def test_the_question_that_cut_a_reply_reads_only_itself_and_the_cut_reply(adapter: LocalLlamaAdapter) -> None:
     """After a barge-in the request differs from the one that made the cut reply only from the heard words on (the
-    mark, the question): the KV cache still holds everything before, so the model reads a few tokens, not the
+    question and its note): the KV cache still holds everything before, so the model reads a few tokens, not the
     whole prompt again."""
     model = adapter._model  # the cache is the thing under test
     assert model is not None
@@ -226,7 +226,7 @@ async def test_the_question_that_cut_a_reply_reads_only_itself_and_the_cut_reply
     second = await prompt.build(cut, CancelSignal(), drop_oldest=0)
     tokens = model.prompt_tokens(chat_messages(second))
     cached = _cached_prefix(model, tokens)
-    assert len(tokens) - cached <= 24, f"read again: {len(tokens) - cached} of {len(tokens)} tokens"
+    assert len(tokens) - cached <= 36, f"read again: {len(tokens) - cached} of {len(tokens)} tokens"
     assert cached >= len(model.prompt_tokens(chat_messages(first)))
 
 

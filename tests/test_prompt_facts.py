@@ -11,8 +11,8 @@ import pytest
 from adapters.contract import CancelSignal, User
 from adapters.llm.openai_compat import OpenAICompatAdapter
 from adapters.llm.secret import Secret
-from engine.history import CUT_MARK
-from engine.prompt import CUT_OFF_RULE, DEFAULT_SYSTEM_PROMPT, HistoryPrompt, now_sentence
+from engine.history import CUT_NOTE
+from engine.prompt import DEFAULT_SYSTEM_PROMPT, HistoryPrompt, now_sentence
 from tests.engine_kit import kit
 from tests.fault_behaviours import stall_mid_stream, text_stream, words
 from tests.fault_server import FaultServer
@@ -66,22 +66,24 @@ async def _prompt(events: list[dict[str, Any]], drop_oldest: int = 0) -> list[tu
     return [(m.role, m.content) for m in messages]
 
 
-async def test_a_cut_reply_carries_the_mark_and_the_system_message_never_changes() -> None:
-    """The mark sits on the cut reply itself, in every later request too: a barge-in changes nothing before it
-    (the embedded model's prefix cache keeps the conversation), and the one system message explains the mark."""
-    system = ("system", f"{DEFAULT_SYSTEM_PROMPT} {CUT_OFF_RULE} {NOW}")
+async def test_the_message_after_a_cut_reply_carries_the_note_and_nothing_before_it_changes() -> None:
+    """The cut reply is its heard words alone and the person's next message says it was cut, in every later
+    request too: a barge-in changes nothing before it (the embedded model's prefix cache keeps the conversation),
+    and the system message never changes."""
+    system = ("system", f"{DEFAULT_SYSTEM_PROMPT} {NOW}")
+    stop = ("user", f"Stop.\n{CUT_NOTE}")
     assert await _prompt(_events(("Hi", None, False))) == [system, ("user", "Hi")]
     cut = _events(("Story?", "Once upon", True), ("Stop.", None, False))
-    assert await _prompt(cut) == [system, ("user", "Story?"), ("assistant", f"Once upon{CUT_MARK}"), ("user", "Stop.")]
-    later = _events(("Story?", "Once upon", True), ("Go on.", "Fine.", False), ("Hm?", None, False))
-    assert (await _prompt(later))[:3] == (await _prompt(cut))[:3]  # the mark stays on the older cut reply
+    assert await _prompt(cut) == [system, ("user", "Story?"), ("assistant", "Once upon"), stop]
+    later = _events(("Story?", "Once upon", True), ("Stop.", "Fine.", False), ("Hm?", None, False))
+    assert await _prompt(later) == [*await _prompt(cut), ("assistant", "Fine."), ("user", "Hm?")]  # the note stays
     whole = _events(("Story?", "Once upon", False), ("Stop.", None, False))
     assert await _prompt(whole) == [system, ("user", "Story?"), ("assistant", "Once upon"), ("user", "Stop.")]
     # the interrupted turn trimmed away (context overflow): its mark goes with it
     assert await _prompt(cut, drop_oldest=1) == [system, ("user", "Stop.")]
 
 
-async def test_after_a_barge_in_the_request_holds_the_heard_words_the_mark_and_the_date(
+async def test_after_a_barge_in_the_request_holds_the_heard_words_the_note_and_the_date(
     tmp_path: Path, fault_server: FaultServer
 ) -> None:
     fault_server.push(stall_mid_stream(STORY), text_stream("It is five past two."))
@@ -98,12 +100,12 @@ async def test_after_a_barge_in_the_request_holds_the_heard_words_the_mark_and_t
     assert (heard["text"], heard["interrupted"]) == ("Once upon a", True)  # the journal: the heard words only
     first, second = (request.json["messages"] for request in fault_server.requests)
     assert first == [
-        {"role": "system", "content": f"{DEFAULT_SYSTEM_PROMPT} {CUT_OFF_RULE} {NOW}"},
+        {"role": "system", "content": f"{DEFAULT_SYSTEM_PROMPT} {NOW}"},
         {"role": "user", "content": "Tell me a story."},
     ]
     assert second == [
         *first,  # what the model read before the barge-in is read again unchanged: its prefix cache holds it
-        {"role": "assistant", "content": f"Once upon a{CUT_MARK}"},
-        {"role": "user", "content": "Stop. What time is it?"},
+        {"role": "assistant", "content": "Once upon a"},
+        {"role": "user", "content": f"Stop. What time is it?\n{CUT_NOTE}"},
     ]
     assert "dragons" not in fault_server.requests[1].body.decode()  # the unheard rest is never sent

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from desktop.bench.http_provider import HttpRuns
+from desktop.bench.interruptions import Interruption
 from desktop.bench.models import LlmTimes
 from desktop.bench.real_pulse import PulseTurn
 from desktop.bench.real_runs import RealTurn, real_rows
@@ -18,6 +19,7 @@ STOP, QUIESCE = Target("p95", 120), Target("p95", 150)
 TTFA = (Target("p50", 500), Target("p95", 800))
 NONE_EVER, HEARD, IDLE = Target("max", 0), Target("max", 1), Target("p50", 5)
 LOUDSPEAKER = ("self_talk_turns_pulse", "self_interruptions_pulse", "missed_barge_ins_pulse")
+INTERRUPTION_ROWS = ("answers_after_interruption", "repeats_after_interruption")
 NO_GROWTH, RSS_GROWTH = Target("final", 0), Target("final", 20)
 
 
@@ -42,6 +44,7 @@ class Measured:
     clips: list[ClipRun] = field(default_factory=list)  # the end-of-turn fixtures through the pipeline
     real: list[RealTurn] = field(default_factory=list)  # real people's recordings through the pipeline
     real_pulse: list[PulseTurn] | str | None = None  # the read sentences on PulseAudio (None: not asked for)
+    interruptions: list[Interruption] = field(default_factory=list)  # a question over a story, on SmolLM2
 
     @property
     def runs(self) -> list[Run]:
@@ -69,6 +72,7 @@ def rows(m: Measured) -> list[Row]:
         row("tts_rtf", m.tts_rtf, None),
         row("llm_ttft_ms", m.llm.ttft_ms, None),
         row("llm_tokens_per_s", m.llm.tokens_per_s, None),
+        *_interruption_rows(m.interruptions),
         row("idle_cpu_pct", m.idle_cpu, IDLE, note="% of one core"),
         row("idle_cpu_pct_headset", m.idle_cpu_headset, None, note="the same without the loudspeaker rig"),
         *real_rows(m.real, pulse_ttfa=_real_pulse_ttfa(m.real_pulse)),
@@ -81,6 +85,19 @@ def _real_pulse_ttfa(turns: list[PulseTurn] | str | None) -> list[float] | str |
     if turns is None or isinstance(turns, str):
         return turns
     return [t.ttfa_ms for t in turns if t.ttfa_ms is not None]
+
+
+def _interruption_rows(cuts: list[Interruption]) -> list[Row]:
+    """Shares in % of all the interruptions (one sample each): a small model also gets some facts wrong."""
+    if not cuts:
+        return [not_measured(name, None, "no interruptions run") for name in INTERRUPTION_ROWS]
+    answered = 100.0 * sum(c.answered for c in cuts) / len(cuts)
+    repeated = 100.0 * sum(c.repeated for c in cuts) / len(cuts)
+    note = f"% of {len(cuts)} questions over a story, SmolLM2"
+    return [
+        row("answers_after_interruption", [answered], None, note=f"{note}: the next reply answered"),
+        row("repeats_after_interruption", [repeated], None, note=f"{note}: the next reply copied a cut one"),
+    ]
 
 
 def _http_row(http: HttpRuns | str) -> Row:

@@ -15,6 +15,7 @@ from adapters.contract import CancelSignal
 from adapters.llm.local import LocalLlamaAdapter
 from desktop.bench import models as model_bench
 from desktop.bench.http_provider import HttpRuns, Unavailable, stalled_barge_ins
+from desktop.bench.interruptions import answers_after_interruption
 from desktop.bench.notes import footnotes
 from desktop.bench.real_runs import RealPlan, real_runs
 from desktop.bench.rows import Measured, rows
@@ -52,10 +53,11 @@ class Plan:
     loudspeaker: int = 10  # uninterrupted and as many interrupted replies on the looped-back PulseAudio speaker
     turn_clips: int | None = None  # the end-of-turn fixtures run through the pipeline (None: all 40)
     real: RealPlan = field(default_factory=RealPlan)  # real people's recordings
+    interruptions: int = 20  # questions asked over a story, each answered (or not) by the next reply
 
 
 QUICK = Plan(barge_in=0, echo=1, http=1, soak=3, idle_s=1.0, asr_reps=1, tts_reps=1, tts_sentences=2, llm_reps=1,
-             llm_tokens=32, turn_clips=2, loudspeaker=1, real=RealPlan(2, 1, False))  # fmt: skip
+             llm_tokens=32, turn_clips=2, loudspeaker=1, real=RealPlan(2, 1, False), interruptions=2)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,8 @@ async def _measure(plan: Plan, devices: str, progress: Callable[[str], None]) ->
     with tempfile.TemporaryDirectory(prefix="parley-bench-") as tmp:
         root = Path(tmp)
         await _models(measured, models, llm, plan, progress)
+        measured.interruptions = await answers_after_interruption(llm, root / "interruptions", plan.interruptions)
+        progress("questions over a story")
         measured.idle_cpu = await idle_cpu(models, root / "idle", plan.idle_s)
         measured.idle_cpu_headset = await idle_cpu(models, root / "idle_headset", plan.idle_s, loudspeaker=False)
         progress("idle listening")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QGridLayout,
@@ -29,11 +30,28 @@ def talk_label(shortcut: str) -> str:
     return f"Hold to talk  ({shortcut})"
 
 
+class TalkButton(QPushButton):
+    """As wide as its longest label (idle or held), so it never changes width nor cuts its text in a small window."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.labels: tuple[str, ...] = (TALK_HELD,)
+
+    def sizeHint(self) -> QSize:
+        hint = super().sizeHint()
+        metrics = self.fontMetrics()
+        widest = max(metrics.horizontalAdvance(label) for label in (*self.labels, self.text()))
+        return QSize(hint.width() + widest - metrics.horizontalAdvance(self.text()), hint.height())
+
+    def minimumSizeHint(self) -> QSize:
+        return self.sizeHint()
+
+
 class Controls(QWidget):
     def __init__(self, session: Session, push: PushToTalk, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._session = session
-        self.talk = named(QPushButton(), "talk")
+        self.talk = named(TalkButton(), "talk")
         self.talk.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.talk.pressed.connect(push.press)
         self.talk.released.connect(push.release)
@@ -74,8 +92,19 @@ class Controls(QWidget):
         column.addLayout(text_row)
         column.addWidget(self.hint)
 
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        """The hint wraps onto more lines as the window narrows: ask for the height that takes, so a small window
+        gives up conversation space rather than squeezing the Talk button and the hands-free box."""
+        super().resizeEvent(event)
+        layout = self.layout()
+        needed = layout.totalHeightForWidth(self.width()) if layout is not None else -1
+        if needed > 0 and needed != self.minimumHeight():
+            self.setMinimumHeight(needed)
+
     def show_shortcut(self, shortcut: str) -> None:
         self._idle = talk_label(shortcut)
+        self.talk.labels = (self._idle, TALK_HELD)
+        self.talk.updateGeometry()
         if not self._session.talking:
             self.talk.setText(self._idle)
         self.talk.setToolTip(

@@ -6,7 +6,7 @@ import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -22,10 +22,12 @@ from PySide6.QtWidgets import (
 
 from desktop.model.conversations import ConversationInfo, bubbles_of, list_conversations
 from desktop.model.transcript_model import TranscriptModel
+from desktop.qt.fit import fit_dialog
 from desktop.qt.style import named
 from desktop.qt.transcript import TranscriptView
 from engine.journal import JournalCorrupt, read_events
 
+PREFERRED = QSize(900, 560)
 NONE_YET = "No past conversations yet."
 PICK = "Pick a conversation on the left to read it here."
 
@@ -59,7 +61,7 @@ class ConversationsDialog(QDialog):
         self.list.itemActivated.connect(lambda _item: self._continue())
         if self.list.count():
             self.list.setCurrentRow(0)
-        self.resize(900, 560)
+        fit_dialog(self, PREFERRED)
 
     def _lay_out(self) -> None:
         split = QSplitter(Qt.Orientation.Horizontal)

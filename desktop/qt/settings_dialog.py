@@ -38,6 +38,7 @@ from desktop.model.settings_io import SettingsError, save
 from desktop.model.settings_rules import check
 from desktop.providers import table as providers
 from desktop.providers.table import OPENAI_BASE_URL, provider_named
+from desktop.qt.fit import Scroller, fit_dialog
 from desktop.qt.settings_fields import PathField, Picker, SpeechDetection, device, device_box, pick_with_qt
 from desktop.qt.style import named
 
@@ -140,12 +141,19 @@ class SettingsDialog(QDialog):
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.save)
         buttons.rejected.connect(self.reject)
+        groups = QWidget()
+        inside = QVBoxLayout(groups)
+        inside.setContentsMargins(0, 0, 0, 0)
+        inside.addWidget(_group(LIVE_TITLE, llm))
+        inside.addWidget(_group(SPEECH_TITLE, speech))
+        inside.addWidget(_group(RESTART_TITLE, voice))
+        inside.addStretch(1)
+        self.scroller = Scroller(groups)  # on a small or scaled screen the groups scroll; Save stays in view
         column = QVBoxLayout(self)
-        column.addWidget(_group(LIVE_TITLE, llm))
-        column.addWidget(_group(SPEECH_TITLE, speech))
-        column.addWidget(_group(RESTART_TITLE, voice))
+        column.addWidget(self.scroller, 1)
         column.addWidget(self.error)
         column.addWidget(buttons)
+        fit_dialog(self)
 
     def _provider_changed(self) -> None:
         """The fields the chosen provider reads are enabled."""

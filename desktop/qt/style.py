@@ -49,7 +49,7 @@ QPushButton:disabled {{ background: #f9fafb; border-color: #e5e7eb; }}
 QPushButton:focus {{ border: 2px solid {ACCENT}; padding: 4px 11px; }}
 QPushButton#talk {{
     background: {ACCENT}; color: white; border: none; border-radius: 14px;
-    font-size: {pt(13)}; font-weight: 600; padding: 14px 28px; min-width: 220px;
+    font-size: {pt(13)}; font-weight: 600; padding: 14px 28px;
 }}
 QPushButton#talk:pressed, QPushButton#talk:checked {{ background: #dc2626; }}
 QPushButton#talk:disabled {{ background: #9ca3af; }}

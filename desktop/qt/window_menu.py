@@ -6,10 +6,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from html import escape
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QMainWindow, QMessageBox, QWidget
+from PySide6.QtWidgets import QMainWindow, QWidget
 
 from desktop.model.wording import about_text, help_text
+from desktop.qt.text_dialog import TextDialog
 
 
 @dataclass
@@ -79,13 +81,11 @@ class Menu:
         return action
 
     def _help(self, shortcut: str) -> None:
-        box = QMessageBox(QMessageBox.Icon.NoIcon, "Parley help", "", QMessageBox.StandardButton.Close, self._window)
-        box.setText(help_text(shortcut))
-        box.setObjectName("help")
-        box.open()
+        self._show(TextDialog("Parley help", help_text(shortcut), "help", self._window))
 
     def _about(self) -> None:
-        box = QMessageBox(QMessageBox.Icon.NoIcon, "About Parley", "", QMessageBox.StandardButton.Close, self._window)
-        box.setText(escape(about_text()).replace("\n", "<br>"))
-        box.setObjectName("about")
-        box.open()
+        self._show(TextDialog("About Parley", escape(about_text()).replace("\n", "<br>"), "about", self._window))
+
+    def _show(self, dialog: TextDialog) -> None:
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()

@@ -15,10 +15,10 @@ from PySide6.QtCore import QByteArray, QRect, QSettings, QSize
 from PySide6.QtWidgets import QWidget
 
 from adapters.contract.private_files import PRIVATE_FILE, private_dir
+from desktop.qt.fit import SCREEN_SHARE
 from desktop.qt.talk_keys import DEFAULT_SHORTCUT
 
 PREFERRED = QSize(1060, 720)
-SCREEN_SHARE = 0.9  # a first window takes at most this much of the available screen
 ZOOMS = (0.8, 0.9, 1.0, 1.1, 1.25, 1.4, 1.6, 1.8, 2.0)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QRect
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
 from desktop.config import Config
@@ -15,6 +15,7 @@ from desktop.model.conversations import bubbles_of, last_conversation, list_conv
 from desktop.model.session import Session
 from desktop.model.voice import SimulatedVoice
 from desktop.qt.conversations_dialog import ConversationsDialog
+from desktop.qt.text_dialog import TextDialog
 from desktop.qt.window import MainWindow
 from engine.clock import MonotonicClock
 from engine.events import State
@@ -164,9 +165,9 @@ def test_menu_has_the_desktop_commands_and_close_closes_in_order(run: Any, qtbot
             window.menu.actions["zoom_in"].trigger()
             assert window.controls.message.font().pointSizeF() > size
             window.menu.actions["about"].trigger()
-            about = window.findChild(QMessageBox, "about")
+            about = window.findChild(TextDialog, "about")
             assert about is not None
-            assert about.text().startswith("Parley ")  # and the version
+            assert about.text.toPlainText().startswith("Parley ")  # and the version
             about.close()
             window.menu.actions["close"].trigger()
             await until(window.closed.is_set, what="closed in order")

@@ -27,6 +27,8 @@ ROWS = (
     "tts_rtf",
     "llm_ttft_ms",
     "llm_tokens_per_s",
+    "answers_after_interruption",
+    "repeats_after_interruption",
     "idle_cpu_pct",
     "idle_cpu_pct_headset",
     "real_dropped_utterances",
