@@ -234,6 +234,8 @@ class Session(Board):
                             await self._changed.wait()
                     except Exception as error:  # noqa: BLE001 (the engine died: said, and the window lives on)
                         self._engine_died(error)
+                        self._applied.set()
+                        await self._changed.wait()
         finally:
             self._applied.set()
             self._ended.set()
