@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import errno
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,10 +15,10 @@ from engine.invariants import violations
 from engine.journal import Journal, JournalBusy, JournalWriteFailed, read_events
 from engine.journal_lock import held, writer_lock
 from engine.testing import FakeLlm, FakeSpeechOutput, VirtualClock, reply
+from tests.journal_holder import held_elsewhere
 from tests.small_disk import fill, small_disk
 
 pytestmark = pytest.mark.anyio
-ROOT = Path(__file__).resolve().parents[1]
 
 
 class FullAfter:
@@ -123,17 +121,7 @@ def test_a_real_full_disk_leaves_whole_lines_and_names_the_file(tmp_path: Path) 
 
 def test_a_second_process_is_refused_and_the_first_keeps_its_record(tmp_path: Path) -> None:
     path = tmp_path / "journal.jsonl"
-    holder = subprocess.Popen(
-        [sys.executable, "-c", _HOLD, str(path)],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
-    try:
-        assert holder.stdout is not None
-        assert holder.stdin is not None
-        assert holder.stdout.readline() == b"open\n"
+    with held_elsewhere(path) as holder:
         before = path.read_bytes()
         with pytest.raises(JournalBusy) as caught:
             Journal(path)
@@ -141,15 +129,6 @@ def test_a_second_process_is_refused_and_the_first_keeps_its_record(tmp_path: Pa
             f"{path} is open in another Parley (process {holder.pid}); close that one first, or use another folder"
         )
         assert path.read_bytes() == before, "the refused one wrote nothing, closed no turn"
-        holder.stdin.write(b"go on\n")
-        holder.stdin.close()
-        assert holder.wait(timeout=30) == 0
-    finally:
-        if holder.poll() is None:
-            holder.kill()
-            holder.wait()
-        if holder.stdout is not None:
-            holder.stdout.close()
     events = read_events(path)
     assert [e["type"] for e in events] == ["turn/start", "user/message", "turn/end"]
     assert violations(events) == []
@@ -164,16 +143,3 @@ def test_within_one_process_the_lock_is_counted(tmp_path: Path) -> None:
             assert held(path)
         assert held(path), "the outer hold outlives the journal"
     assert not held(path)
-
-
-_HOLD = """
-import sys
-from pathlib import Path
-from engine.journal import Journal
-with Journal(Path(sys.argv[1])) as journal:
-    journal.append("turn/start", turn=1, source="text")
-    journal.append("user/message", turn=1, text="mine")
-    print("open", flush=True)
-    sys.stdin.readline()
-    journal.append("turn/end", turn=1, outcome="completed")
-"""

@@ -9,8 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +29,7 @@ from engine.invariants import violations
 from engine.journal import read_events, read_journal
 from engine.testing import FakeLlm, reply
 from tests.desktop.helpers import running_window, until
+from tests.journal_holder import held_elsewhere
 from tests.small_disk import fill, small_disk
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,47 +118,6 @@ def _continue_from_past_conversations(window: MainWindow, journal: Path) -> None
     dialog.continue_button.click()
 
 
-_HOLD = """
-import sys
-from pathlib import Path
-from engine.journal import Journal
-with Journal(Path(sys.argv[1])) as journal:
-    journal.append("turn/start", turn=1, source="text")
-    journal.append("user/message", turn=1, text="mine")
-    print("open", flush=True)
-    sys.stdin.readline()
-    journal.append("turn/end", turn=1, outcome="completed")
-"""
-
-
-@contextmanager
-def _held_elsewhere(journal: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """Another process that has `journal` open (and writes to it) until the block ends."""
-    journal.parent.mkdir(parents=True, exist_ok=True)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", _HOLD, str(journal)],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
-    try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline() == b"open\n"
-        yield holder
-        assert holder.stdin is not None
-        holder.stdin.write(b"go on\n")
-        holder.stdin.close()
-        assert holder.wait(timeout=30) == 0
-    finally:
-        if holder.poll() is None:
-            holder.kill()
-            holder.wait()
-        for stream in (holder.stdin, holder.stdout):
-            if stream is not None and not stream.closed:
-                stream.close()
-
-
 def _busy_box(window: MainWindow) -> QMessageBox | None:
     box = window.findChild(QMessageBox, "busy")
     return box if isinstance(box, QMessageBox) and box.isVisible() else None
@@ -174,7 +132,7 @@ def test_a_conversation_open_in_another_process_offers_a_new_one_and_its_record_
     run: Any, tmp_path: Path
 ) -> None:
     theirs = tmp_path / "sessions" / "2026-01-01_10-00-00" / "journal.jsonl"
-    with _held_elsewhere(theirs):
+    with held_elsewhere(theirs):
         session = _session(tmp_path / "sessions", resume=True)
         assert session.journal_path == theirs
 
@@ -204,7 +162,7 @@ def test_a_conversation_open_in_another_process_offers_a_new_one_and_its_record_
 
 def test_asking_to_show_the_other_window_says_so_when_nobody_answers(run: Any, tmp_path: Path) -> None:
     theirs = tmp_path / "sessions" / "2026-01-01_10-00-00" / "journal.jsonl"
-    with _held_elsewhere(theirs):  # a process that holds it but has no window (a `parley run`, say)
+    with held_elsewhere(theirs):  # a process that holds it but has no window (a `parley run`, say)
         session = _session(tmp_path / "sessions", resume=True)
 
         async def scenario() -> None:
