@@ -39,6 +39,11 @@ from engine.turn import Answered, Turn
 
 VERSION = "0.1.0"
 HEARD_POLL_S = 0.05  # how often a provisional turn's reply is checked for its first heard sample
+# A person who speaks again this soon after the end of their words is going on, not answering a reply just begun:
+# real speech, "The child almost hurt [0.6 s] the small dog", had its reply audible 370 ms before they went on.
+# Unless this much of the reply has played by then (a pause that long is a turn given).
+GOING_ON_S = 1.5
+GOING_ON_HEARD_MS = 800.0
 log = logging.getLogger(__name__)
 TOO_MANY_STEPS = FailureCode.TOO_MANY_STEPS
 INTERNAL = FailureCode.INTERNAL
@@ -121,7 +126,7 @@ class Conversation:
         provisional = self._provisional
         if provisional is None or provisional[1] is not item or self.parts.journal.held != provisional[0].id:
             return False
-        return not provisional[0].withdrawn and not self._heard(provisional[0].id)
+        return not provisional[0].withdrawn and not self._heard(*provisional)
 
     def withdraw(self, item: UserInput) -> bool:
         """The person went on after `item` (a provisional input): take it back if none of its reply was heard.
@@ -145,13 +150,20 @@ class Conversation:
             await self._provisional_began.wait()
             self._provisional_began = anyio.Event()
             while (provisional := self._provisional) is not None and self.parts.journal.held == provisional[0].id:
-                if self._heard(provisional[0].id) and not provisional[0].withdrawn:
+                if self._heard(*provisional) and not provisional[0].withdrawn:
                     self.parts.journal.commit()
                     break
                 await self.parts.clock.sleep(HEARD_POLL_S)
 
-    def _heard(self, turn: int) -> bool:
-        return any(segment.played_ms > 0 for segment in self.parts.speech.report(turn))
+    def _heard(self, turn: Turn, said: UserInput) -> bool:
+        """The reply was heard as an answer: some of it played, and either the person's going-on time has passed
+        or enough of it played to answer. Until then a person who speaks again takes the turn back, and the few
+        words they heard over their own go with it."""
+        played = sum(segment.played_ms for segment in self.parts.speech.report(turn.id))
+        if played <= 0:
+            return False
+        going_on = said.ended_at is not None and self.parts.clock.now() < said.ended_at + GOING_ON_S
+        return not going_on or played >= GOING_ON_HEARD_MS
 
     def add_metrics(self, turn: int, **values: float) -> None:
         """Measurements made outside the engine (audio timing) for the live turn's `metrics/turn`."""
