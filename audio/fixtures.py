@@ -84,11 +84,9 @@ UNDERRUN_BLOCKS = 2  # a block due this many blocks ago is past: a real device w
 class RecordingSink(CoreSink):
     """A speaker that renders a block every `block_s`, audible `latency_s` later, and records all of it.
 
-    Like a real device, a stream restarted after a pause or stop (`_flush`) can be not seamless with the one
-    before: with `restart_skew_s` it starts with that much less queued (PulseAudio: ~26 ms), so its blocks play
-    that much earlier than the dropped ones would have (their DAC stamps say so; anything that times playback by
-    `latency_s` instead is off by as much). The recording stays on the clock (index / rate after
-    `recording_start`). Off by default.
+    Like audio.player.Player, a pause or stop silences it from the next block while what the device holds (up to
+    `latency_s`) still plays: the stream never restarts. The recording stays on the clock (index / rate after
+    `recording_start`).
 
     A block it renders too late (the loop was starved) is an underrun, as on a real device: silence, and queued
     audio goes on from the next block in time, never into the past.
@@ -101,13 +99,10 @@ class RecordingSink(CoreSink):
         rate: int = 22050,
         block_s: float = 0.01,
         latency_s: float = 0.03,
-        restart_skew_s: float = 0.0,
         path: str | Path | None = None,
     ) -> None:
         super().__init__(clock, rate, max(1, round(rate * block_s)))
         self.latency_s = latency_s
-        self.restart_skew_s = restart_skew_s
-        self._skew = 0  # samples the restarts moved the timeline earlier
         self._path = Path(path) if path is not None else None
         self._blocks: list[np.ndarray] = []
         self._task: asyncio.Task[None] | None = None
@@ -127,28 +122,6 @@ class RecordingSink(CoreSink):
     async def start(self) -> None:
         self._t0 = self._clock.now()
         self._task = asyncio.create_task(self._run())
-
-    def _flush(self) -> None:
-        """Like the real device's abort: blocks rendered for after `now` were never played."""
-        now = self._clock.now()
-        keep = max(0, round((now - self.recording_start) * self.rate))
-        seen = 0
-        for block in self._blocks:
-            if seen + len(block) > keep:
-                block[max(0, keep - seen) :] = 0.0
-            seen += len(block)
-        self._restart(min(round(self.restart_skew_s * self.rate), max(0, seen - keep)))
-        super()._flush()
-
-    def _restart(self, skew: int) -> None:
-        """The new stream plays `skew` samples earlier: drop that much of the (silenced) tail."""
-        self._skew += skew
-        while skew > 0 and self._blocks:
-            last = self._blocks[-1]
-            if len(last) <= skew:
-                skew -= len(self._blocks.pop())
-            else:
-                self._blocks[-1], skew = last[: len(last) - skew], 0
 
     def enqueue(self, turn: int, segment: SegmentId, samples: np.ndarray, rate: int | None = None) -> bool:
         queued = super().enqueue(turn, segment, samples, rate)
@@ -198,7 +171,7 @@ class RecordingSink(CoreSink):
         self._k += blocks
 
     def _dac(self, k: int) -> float:
-        return self._t0 + k * self.block_s + self.latency_s - self._skew / self.rate
+        return self._t0 + k * self.block_s + self.latency_s
 
     def _missed(self, k: int) -> int:
         """Blocks from `k` on that were due more than UNDERRUN_BLOCKS ago: past, played as silence."""

@@ -1,11 +1,15 @@
 """The speaker: one sounddevice OutputStream rendering the heard-cursor core block by block.
 
-The stream rests (is stopped) once it has had nothing to play for REST_AFTER_S, and starts again when a segment
-is queued: a running stream costs a callback, and the sound server's wake-ups, every 10 ms of a silent room."""
+The stream runs from `start` to `close`, rendering silence when there is nothing to play. A stream that stops and
+starts again (to rest, or to drop its buffer on a stop) loses its place with PulseAudio: the server renders an
+idle sink up to 2 s ahead, the restarted stream waits behind that, and PortAudio's stamps do not show it (issue
+37: replies ~2 s late on a headset while the trace said 0.2-0.7 s). A running stream keeps the sink rendering
+10 ms at a time, for the price of a callback every 10 ms."""
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -14,17 +18,23 @@ import numpy as np
 
 from audio.devices import resolve_device, sounddevice
 from audio.events import AudioUnavailable, PlaybackFailed
-from audio.playout import REST_AFTER_S, CoreSink
-from audio.ports import SegmentId, SystemClock, run_blocking
+from audio.playout import CoreSink
+from audio.ports import SystemClock, run_blocking
 from audio.stamps import StreamClock
 
 VOICE_RATE = 22050  # Piper en_US-joe-medium; used as the output rate when the device takes it
-BLOCK_S = 0.01  # 10 ms blocks: silence within one block, and ~20 ms of device buffer on PulseAudio
+BLOCK_S = 0.01  # 10 ms blocks: silence within one block
+# The device buffer, and with it how long a callback may wait for the GIL before the device underruns. An underrun
+# on PulseAudio's ALSA plugin recreates the stream, which then waits behind the sink's render block like a restart
+# (up to 2 s on an idle sink); the GIL is held for tens of ms at times while a model is set up. What a stop leaves
+# playing is this much, within SPEC's 120 ms.
+LATENCY_S = 0.05
+SWITCH_INTERVAL_S = 0.002  # a thread running Python hands the GIL to the callback this soon (Python's default: 5 ms)
 
 
 class Player(CoreSink):
-    """Plays queued segments. `stop`/`pause` silence the callback from its next block and also abort-and-restart
-    the stream, so what the device buffered but had not played is dropped: silence at once, and the cursor is exact.
+    """Plays queued segments. `stop`/`pause` silence the callback from its next block; what the device already
+    holds (its latency, ~20 ms) still plays and counts as heard, so the cursor stays exact.
 
     Timestamps are monotonic seconds: PortAudio's DAC time is mapped onto `time.monotonic()` by audio.stamps.
     Samples given to `enqueue` at another rate (or int16) are converted there, never in the callback.
@@ -35,7 +45,7 @@ class Player(CoreSink):
         device: str | int | None = None,
         *,
         rate: int = VOICE_RATE,
-        latency: float | str = "low",
+        latency: float | str = LATENCY_S,
         on_failure: Callable[[PlaybackFailed], None] | None = None,
     ) -> None:
         super().__init__(SystemClock(), rate, max(1, round(rate * BLOCK_S)))
@@ -45,10 +55,6 @@ class Player(CoreSink):
         self._stream: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closing = False
-        self._flushing = False
-        self._resting = False  # stopped for want of anything to play (not a failure): `enqueue` starts it
-        self._silent_blocks = 0  # blocks rendered in a row with nothing to play (the audio thread's count)
-        self._rest_after = max(1, round(REST_AFTER_S / BLOCK_S))
         self._mono = np.zeros(0, dtype=np.float32)
         self._stream_clock = StreamClock()
         self.underflows = 0
@@ -59,14 +65,10 @@ class Player(CoreSink):
         """The device's output latency as PortAudio reports it."""
         return float(self._stream.latency) if self._stream is not None else 0.0
 
-    @property
-    def resting(self) -> bool:
-        """The stream is stopped for want of anything to play; the next segment queued starts it."""
-        return self._resting
-
     async def start(self) -> None:
         """Open and start the stream; AudioUnavailable (one line) if the device cannot be opened."""
         self._loop = asyncio.get_running_loop()
+        sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL_S))
         await run_blocking(self._open)
 
     def _open(self) -> None:
@@ -99,55 +101,13 @@ class Player(CoreSink):
         dac = self._stream_clock.monotonic(times.outputBufferDacTime or times.currentTime, times.currentTime, now)
         dac = max(dac, now)  # run after its DAC time (the GIL was busy): the device underran, the block plays late
         mono = self._mono if frames == len(self._mono) else np.zeros(frames, dtype=np.float32)
-        filled = self._core.render(mono, dac)
+        self._core.render(mono, dac)
         outdata[:] = mono[:, None]
         if status.output_underflow:
             self.underflows += 1
-        self._silent_blocks = 0 if filled or self._core.paused else self._silent_blocks + 1
-        if self._silent_blocks == self._rest_after and self._loop is not None:
-            self._loop.call_soon_threadsafe(self._rest)
-
-    def enqueue(self, turn: int, segment: SegmentId, samples: np.ndarray, rate: int | None = None) -> bool:
-        queued = super().enqueue(turn, segment, samples, rate)
-        if queued and self._resting:
-            self._wake()
-        return queued
-
-    def _rest(self) -> None:
-        """Stop the stream while there is nothing to play (on the loop, so no segment is queued meanwhile)."""
-        stream = self._stream
-        if stream is None or self._closing or self._resting or not stream.active or not self._core.idle:
-            return
-        self._resting = True
-        stream.abort(ignore_errors=True)
-
-    def _wake(self) -> None:
-        self._resting, self._silent_blocks = False, 0
-        if self._stream is None:
-            return
-        try:
-            self._stream.start()
-        except sounddevice().PortAudioError as error:
-            self._fail(PlaybackFailed(f"the output device could not start again: {error}"))
-
-    def _flush(self) -> None:
-        """Abort (PortAudio drops the device buffer, <1 ms on PulseAudio), rewind to the DAC, start again."""
-        stream = self._stream
-        if stream is None or not stream.active:
-            super()._flush()
-            return
-        self._flushing = True
-        try:
-            stream.abort(ignore_errors=True)
-            super()._flush()
-            stream.start()
-        except sounddevice().PortAudioError as error:
-            self._fail(PlaybackFailed(f"the output device could not restart: {error}"))
-        finally:
-            self._flushing = False
 
     def _finished(self) -> None:
-        if self._closing or self._flushing or self._resting or self._loop is None:
+        if self._closing or self._loop is None:
             return
         failure = PlaybackFailed("the output device stopped (unplugged, taken away or the sound server quit)")
         try:

@@ -97,25 +97,6 @@ class PlayoutCore:
             self._queue = collections.deque(s for s in self._queue if s.turn != turn)
             return {key: s.handed * 1000.0 / self.rate for key, s in self._segments.get(turn, {}).items()}
 
-    def rewind(self, now: float) -> None:
-        """The device dropped what it had not played by `now`: cursors go back to the DAC, unstopped audio requeues,
-        and the references learn that nothing from `now` on was heard."""
-        for tap in self._taps:
-            tap.cut(now)
-        with self._lock:
-            requeue = []
-            for turn, segments in self._segments.items():
-                for segment in segments.values():
-                    played = self._played(segment, now)
-                    if played >= segment.handed:
-                        continue
-                    segment.handed = played
-                    kept = [m for m in segment.marks if m[0] <= now]
-                    segment.marks = [*kept[:-1], (kept[-1][0], kept[-1][1], played - kept[-1][1])] if kept else []
-                    if turn not in self._stopped and segment not in self._queue:
-                        requeue.append(segment)
-            self._queue.extendleft(sorted(requeue, key=lambda s: s.order, reverse=True))
-
     def discard(self, turn: int, keys: list[SegmentId]) -> None:
         drop = set(keys)
         with self._lock:
@@ -218,19 +199,13 @@ class CoreSink:
         return self._core.enqueue(turn, segment, audio)
 
     def stop(self, turn: int) -> dict[SegmentId, float]:
-        """Silence the turn now: returns per segment the ms that reached the listener (exact, the rest is dropped)."""
-        self._core.stop(turn)
-        self._flush()
-        return {key: p.handed_ms for key, p in self._core.progress(turn, self._clock.now()).items()}
+        """Silence the turn from the next block: returns per segment the ms that reach the listener (exact: what
+        the device already holds plays out, the rest is dropped). The stream never stops for it (audio.player)."""
+        return self._core.stop(turn)
 
     def pause(self) -> None:
-        """Go silent now, keeping the position: `resume` goes on from the last sample heard."""
+        """Go silent from the next block, keeping the position: `resume` goes on from the first sample unheard."""
         self._core.set_paused(True)
-        self._flush()
-
-    def _flush(self) -> None:
-        """Drop what the device holds but has not played yet, and rewind the cursors to it."""
-        self._core.rewind(self._clock.now())
 
     def resume(self) -> None:
         self._core.set_paused(False)

@@ -40,8 +40,7 @@ class Say:
 class Echo:
     """[echo]: the loudspeaker heard by the microphone. Beyond gain and delay, what a real path does (defaults:
     audio.fixtures.EchoMixer's, a realistic one): the delay wanders (jitter_ms) and creeps (drift_ppm), the
-    speaker clips softly (nonlinearity), the room hums (noise_db), and, opt-in, the speaker's stream restarts
-    after a pause or stop with less queued than before (restart_skew_ms; PulseAudio: ~26)."""
+    speaker clips softly (nonlinearity) and the room hums (noise_db)."""
 
     gain: float
     delay_ms: float
@@ -49,7 +48,6 @@ class Echo:
     drift_ppm: float = 200.0
     nonlinearity: float = 0.3
     noise_db: float | None = -70.0
-    restart_skew_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -146,7 +144,6 @@ ECHO_KEYS = {  # key: (lowest, highest) allowed
     "drift_ppm": (-1000.0, 1000.0),
     "nonlinearity": (0.0, 3.0),
     "noise_db": (-120.0, -20.0),
-    "restart_skew_ms": (0.0, 100.0),
 }
 
 

@@ -23,6 +23,11 @@ class Speaker(AudioSink, Protocol):
         """From a sample leaving the queue to it being audible."""
         ...
 
+    @property
+    def block_s(self) -> float:
+        """Seconds of audio rendered at a time."""
+        ...
+
 
 @dataclass(frozen=True)
 class Devices:
@@ -43,8 +48,7 @@ class Devices:
 def fixture_devices(clock: Clock, rate: int, *, echo: Echo | None = None, output: Path | None = None) -> Devices:
     """A simulated microphone hearing the scenario's clips (and the speaker's echo, with [echo]); a headset
     without it: no acoustic path, so nothing for the canceller to remove."""
-    skew_s = echo.restart_skew_ms / 1000 if echo else 0.0
-    sink = RecordingSink(clock, rate=rate, path=output, restart_skew_s=skew_s)
+    sink = RecordingSink(clock, rate=rate, path=output)
     files = FileSource(clock)
     if echo is None:
         return Devices(files, sink, acoustic=False, files=files, recording=sink)

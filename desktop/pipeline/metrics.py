@@ -12,9 +12,8 @@ from engine.events import TextGenerated, TurnEnded, TurnStarted
 class SessionMetrics:
     """Maps each voice turn to the end of the speech that started it, and reports `ttfa_ms` and `tts_first_ms`."""
 
-    def __init__(self, conversation: Conversation, latency_s: float) -> None:
+    def __init__(self, conversation: Conversation) -> None:
         self._conversation = conversation
-        self._latency_s = latency_s
         self.speech_end: dict[int, float] = {}
         self.started_at: dict[int, float] = {}
         self.first_audible: dict[int, float] = {}
@@ -22,8 +21,8 @@ class SessionMetrics:
         self.generated: dict[int, str] = collections.defaultdict(str)
         self.close = conversation.subscribe(self._on_event)  # stop following the conversation
 
-    def first_audio(self, turn: int, queued_at: float, synth_ms: float) -> None:
-        audible = queued_at + self._latency_s
+    def first_audio(self, turn: int, audible: float, synth_ms: float) -> None:
+        """`audible`: the device's stamp of the turn's first sample (audio.playout)."""
         self.first_audible[turn] = audible
         metrics: dict[str, float] = {"tts_first_ms": round(synth_ms, 1)}
         if turn in self.speech_end:

@@ -239,7 +239,7 @@ class VoicePipeline:
     @asynccontextmanager
     async def attached(self, conversation: Conversation) -> AsyncIterator[Binding]:
         """Spoken input goes to `conversation` and barge-in cancels its turns, for the block."""
-        metrics = SessionMetrics(conversation, self.devices.sink.latency_s)
+        metrics = SessionMetrics(conversation)
         async with open_ears(
             conversation,
             self.transcriber,
@@ -468,8 +468,17 @@ class VoicePipeline:
         return self._speaker_on and self.devices.sink.failure is None and self._voice_loaded
 
     def _first_audio(self, turn: int, queued_at: float, synth_ms: float) -> None:
-        if self._binding is not None:
-            self._binding.metrics.first_audio(turn, queued_at, synth_ms)
+        if self._binding is not None and self._tasks is not None:
+            self._tasks.start(self._first_audible, self._binding.metrics, turn, synth_ms, name=f"first-audible-{turn}")
+
+    async def _first_audible(self, metrics: SessionMetrics, turn: int, synth_ms: float) -> None:
+        """ttfa ends at the device's stamp of the turn's first sample, once a block holding it is rendered, not at
+        its queueing plus a nominal latency: a device that holds the stream back shows in it (issue 37)."""
+        while (audible := self._output.first_heard_at(turn)) is None:
+            if turn in metrics.ended:
+                return  # silenced before any of it was rendered: nothing was audible
+            await self.clock.sleep(self.devices.sink.block_s)
+        metrics.first_audio(turn, audible, synth_ms)
 
     def _failed(self, part: str, error: Exception) -> None:
         _reporter(self._on_fact)(part, error)

@@ -30,6 +30,7 @@ MICWIRE = f"micwire_{os.getpid()}"
 SINKS = (SPEAKER, MICWIRE)
 RUNTIME = Path(os.environ.get("PARLEY_PULSE_RUNTIME") or f"/tmp/parley-pulse-{os.getuid()}")
 SESSION_SINK = re.compile(r"(?:speaker|micwire)_(\d+)")
+KEEPERS: dict[str, subprocess.Popen[bytes]] = {}  # per sink of this process: a client asking for low latency
 
 
 def pactl(*args: str, check: bool = True) -> str:
@@ -57,7 +58,6 @@ class Pulse:
     speaker: str = SPEAKER
     micwire: str = MICWIRE
     modules: list[str] = field(default_factory=list)
-    keepers: list[subprocess.Popen[bytes]] = field(default_factory=list)
     started: int | None = None  # the server's pid when this session started it
 
     def load(self, *args: str) -> str:
@@ -91,32 +91,52 @@ def start() -> Pulse:
         for sink in SINKS:
             pulse.load("module-null-sink", f"sink_name={sink}")
     # a null sink renders in 2 s blocks unless a client asks for low latency: keep one asking on each monitor
-    for sink in SINKS:
-        pulse.keepers.append(subprocess.Popen(
-            ["parec", f"--device={sink}.monitor", "--latency-msec=5", "--raw", "--format=s16le", "--channels=1"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        ))  # fmt: skip
+    KEEPERS.update((sink, _keeper(sink)) for sink in SINKS)
     _poll(lambda: all(lat < 100_000 for lat in sink_latencies_us().values()), 10, "low-latency null sinks")
     os.environ["PULSE_SINK"] = SPEAKER
     os.environ["PULSE_SOURCE"] = f"{MICWIRE}.monitor"
     return pulse
 
 
-def sink_latencies_us() -> dict[str, int]:
+def _keeper(sink: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        ["parec", f"--device={sink}.monitor", "--latency-msec=5", "--raw", "--format=s16le", "--channels=1"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+@contextlib.contextmanager
+def headset(pulse: Pulse) -> Iterator[None]:
+    """The speaker as a headset's sink on a desktop: no client but the player asks it for low latency (nothing
+    records its monitor, no loopback), so an idle sink renders 2 s ahead, as the sound server's default is."""
+    keeper = KEEPERS.pop(pulse.speaker)
+    keeper.terminate()
+    keeper.wait(timeout=10)
+    try:
+        _poll(lambda: sink_latencies_us(configured=True)[pulse.speaker] >= 1_000_000, 10, "the speaker's sink to idle")
+        yield
+    finally:
+        KEEPERS[pulse.speaker] = _keeper(pulse.speaker)
+        _poll(lambda: sink_latencies_us()[pulse.speaker] < 100_000, 10, "the speaker's sink at low latency again")
+
+
+def sink_latencies_us(*, configured: bool = False) -> dict[str, int]:
+    """Per sink of ours: how far ahead of the clock it has rendered (new audio waits that long), or `configured`:
+    the render block it runs at (2 s when no client asks for less)."""
     latencies: dict[str, int] = {}
     name = ""
     for line in pactl("list", "sinks").splitlines():
         line = line.strip()
         if line.startswith("Name:"):
             name = line.split(":", 1)[1].strip()
-        elif line.startswith("Latency:") and name in SINKS:
-            latencies[name] = int(line.split()[1])
+        elif line.startswith("Latency:") and name in SINKS:  # "Latency: 2773 usec, configured 9977 usec"
+            latencies[name] = int(line.split()[4 if configured else 1])
     return latencies
 
 
 def stop(pulse: Pulse) -> None:
     """Stop our keepers, unload our modules, and stop the server if we started it and nobody else uses it."""
-    for keeper in pulse.keepers:
+    for keeper in [KEEPERS.pop(sink) for sink in SINKS if sink in KEEPERS]:
         keeper.terminate()
         keeper.wait(timeout=10)
     for module in reversed(pulse.modules):
@@ -203,6 +223,7 @@ class Recorder:
         )  # fmt: skip
         self._chunks: list[bytes] = []
         self._bytes = 0
+        self.arrivals: list[tuple[float, int]] = []  # (monotonic time, samples received by then) per read
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -212,6 +233,11 @@ class Recorder:
         while chunk := os.read(fd, 4096):
             self._chunks.append(chunk)
             self._bytes += len(chunk)
+            self.arrivals.append((time.monotonic(), self._bytes // 4))
+
+    def arrived_at(self, sample: int) -> float | None:
+        """When `sample` reached us: at most the recorder's 5 ms latency after the speaker played it."""
+        return next((at for at, count in self.arrivals if count > sample), None)
 
     @property
     def seconds(self) -> float:

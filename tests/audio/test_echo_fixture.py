@@ -29,7 +29,7 @@ async def test_barge_in_after_barge_in_never_hears_itself(
     assistant_speech: np.ndarray, user_speech: np.ndarray, gain: float
 ) -> None:
     clock = VirtualClock()
-    sink = RecordingSink(clock, rate=RATE, latency_s=0.03, restart_skew_s=0.02)
+    sink = RecordingSink(clock, rate=RATE, latency_s=0.03)
     files = FileSource(clock)
     mic = EchoMixer(files, sink, gain=gain, delay_s=0.04)
     detector = BargeInDetector(sink, clock, min_speech_ms=64)
