@@ -7,6 +7,7 @@ from pathlib import Path
 
 from adapters.contract import LlmFailure
 from adapters.contract.llm import FailureCode
+from adapters.llm.openai_compat import endpoint
 from adapters.llm.secret import redact_url
 from desktop.config import LlmConfig
 from desktop.model.facts import Problem
@@ -78,6 +79,8 @@ def failure_reason(failure: LlmFailure, cap_ms: int = Backoff().cap_ms) -> str:
     asked = failure.provider_retry_after_ms
     if asked is not None and asked > cap_ms:
         return f"The provider asked us to wait {_duration(asked)}; try again after that"
+    if failure.code == FailureCode.INVALID_REQUEST and failure.status == 404:
+        return f"{FAILURE_REASONS[failure.code]} (HTTP 404): the server address may be wrong"
     return FAILURE_REASONS.get(failure.code, f"The request failed ({code_words(failure.code)})")
 
 
@@ -100,6 +103,11 @@ def problem_for_failure(failure: LlmFailure, llm: LlmConfig, *, key_set: bool) -
     if failure.code == FailureCode.QUOTA:
         fix = "Top up the account, or pick another provider in Settings"
         return Problem(FAILURE_REASONS[FailureCode.QUOTA], fix, "quota")
+    if failure.code == FailureCode.INVALID_REQUEST and failure.status == 404 and llm.provider != "local":
+        tried = redact_url(endpoint(base_url_for(llm), "chat/completions"))
+        message = f"{FAILURE_REASONS[FailureCode.INVALID_REQUEST]}: nothing answers at {tried} (HTTP 404)"
+        fix = "The server address may be wrong: check it in Settings (Test connection)"
+        return Problem(message, fix, "unreachable")
     return None
 
 
