@@ -111,7 +111,7 @@ class LiveVoice:
         audio = self._config.audio
         speaker = (audio.output_device or "system default") if self._has_speaker else "none (replies are silent)"
         return (
-            "Hold Talk (or Space) while you speak, or turn on Hands-free; talk over Parley to interrupt it. "
+            "Hold Talk (or Space) while you speak, or while Parley speaks to stop it; with Hands-free on, just talk. "
             f"Microphone: {audio.input_device or 'system default'}; speaker: {speaker}."
         )
 

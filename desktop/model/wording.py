@@ -343,9 +343,9 @@ def help_text(shortcut: str) -> str:
     ]
     rows = "".join(f"<tr><td><b>{k}</b></td><td>&nbsp;&nbsp;{v}</td></tr>" for k, v in keys)
     return (
-        "<p>Talk to Parley, or type. Talk over it at any time: it stops at once, and remembers only the words "
-        "you heard. While it speaks, the words you have heard are dark and the rest grey; when you interrupt, "
-        "the unheard rest is struck through.</p>"
+        "<p>Talk to Parley, or type. Hold Talk while it speaks (with Hands-free on, just talk over it): it stops "
+        "at once, and remembers only the words you heard. While it speaks, the words you have heard are dark and "
+        "the rest grey; when you interrupt, the unheard rest is struck through.</p>"
         f"<table>{rows}</table>"
         "<p>Hands-free listens all the time. Settings holds the provider, the devices and the voice; "
         "hover a message to see when it was said.</p>"

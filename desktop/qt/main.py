@@ -71,8 +71,9 @@ def _config(args: argparse.Namespace) -> tuple[Config, Path, Problem | None]:
         return Config(), path, bad_config(str(error))
 
 
-def _hands_free(args: argparse.Namespace, config: Config) -> bool:
-    return bool(args.fixture is not None or getattr(args, "hands_free", False) or config.audio.hands_free)
+def _hands_free_asked(args: argparse.Namespace) -> bool:
+    """A scenario speaks without pressing Talk; so may the user who asked for it on the command line."""
+    return bool(args.fixture is not None or getattr(args, "hands_free", False))
 
 
 def voice_for(args: argparse.Namespace, config: Config) -> tuple[VoiceIO, list[Problem]]:
@@ -111,8 +112,7 @@ async def _main(args: argparse.Namespace) -> int:
     ready: float | None = None
     try:
         async with session.running():  # the app's root task group: everything the session starts ends in it
-            if _hands_free(args, config) and not voice.simulated:
-                session.set_hands_free(True)  # a scenario speaks without pressing Talk; so may the user
+            window.start_hands_free(asked=_hands_free_asked(args), configured=config.audio.hands_free)
             if args.quit_when_ready:
                 ready = time.monotonic()  # said once closed: llama.cpp mutes stdout while it loads a model
                 window.close()

@@ -26,7 +26,7 @@ from desktop.config import Config
 from desktop.model.busy import FOCUS, busy_question
 from desktop.model.conversations import bubbles_of, plain_text
 from desktop.model.devices import Devices, list_devices
-from desktop.model.facts import ConversationBusy, ConversationOpened, EngineClosed, EngineOpened
+from desktop.model.facts import ConversationBusy, ConversationOpened, EngineClosed, EngineOpened, HandsFreeChanged
 from desktop.model.model_shelf import Shelf
 from desktop.model.session import Session
 from desktop.model.settings_rules import restart_needed
@@ -43,7 +43,7 @@ from desktop.qt.state_chip import StateChip
 from desktop.qt.style import named, sheet
 from desktop.qt.talk_keys import PushToTalk, TalkKeys
 from desktop.qt.trace_panel import TracePanel
-from desktop.qt.transcript import WELCOME, WELCOME_SIMULATED, TranscriptView
+from desktop.qt.transcript import TranscriptView, welcome_for
 from desktop.qt.window_menu import Commands, Menu
 from desktop.qt.window_state import WindowState, next_zoom
 from engine.events import StateChanged
@@ -69,7 +69,7 @@ class MainWindow(QMainWindow):
         self.remembered = WindowState(config_path)
         self.transcript_model, self.trace = TranscriptModel(), TraceBook()
         self.transcript = TranscriptView(
-            self.transcript_model, WELCOME_SIMULATED if session.voice.simulated else WELCOME
+            self.transcript_model, welcome_for(simulated=session.voice.simulated, hands_free=session.hands_free)
         )
         self.trace_panel = TracePanel(self.trace)
         self.chip = StateChip(session.clock)
@@ -86,6 +86,7 @@ class MainWindow(QMainWindow):
         self.banners = BannerArea(self.open_settings)
         self.push = PushToTalk(session, self)
         self.controls = Controls(session, self.push)
+        self.controls.hands_free.toggled.connect(self._hands_free_chosen)  # after the session tried it
         self.settings_dialog: SettingsDialog | None = None
         self.models_dialog: ModelsDialog | None = None
         self._shelf = shelf
@@ -164,6 +165,17 @@ class MainWindow(QMainWindow):
         self._apply_zoom()
         self.set_talk_shortcut(remembered.shortcut)
 
+    def start_hands_free(self, *, asked: bool, configured: bool) -> None:
+        """Listen hands-free from the start when asked (--hands-free, a scenario), else as the person last left it
+        (window.ini), else as the settings file says; never for the simulated voice (it has no microphone)."""
+        if not self.session.voice.simulated and self.remembered.hands_free_at_start(asked=asked, configured=configured):
+            self.session.set_hands_free(True)
+
+    def _hands_free_chosen(self, _on: bool) -> None:
+        """The person ticked or cleared Hands-free: kept for the next start, as it turned out (a microphone that
+        cannot listen leaves it off)."""
+        self.remembered.remember(hands_free=self.session.hands_free)
+
     def _space_talks(self, widget: QWidget) -> bool:
         """Space talks where it has nothing else to do: the conversation and the Talk button."""
         return widget is self.controls.talk or widget is self.transcript or self.transcript.isAncestorOf(widget)
@@ -179,6 +191,9 @@ class MainWindow(QMainWindow):
             self.stop_button.setEnabled(event.turn is not None)
             self._follow_reading() if event.turn is not None else None
             self._reading.start() if event.turn is not None else self._reading.stop()
+        elif isinstance(event, HandsFreeChanged):
+            simulated = self.session.voice.simulated
+            self.transcript.welcome.setText(welcome_for(simulated=simulated, hands_free=event.on))
         elif isinstance(event, ConversationOpened):
             self._opened(event)
         elif isinstance(event, EngineOpened):
