@@ -20,6 +20,7 @@ __all__ = [
     "Problem",
     "ProblemCleared",
     "ProblemRaised",
+    "StartedUp",
     "TalkChanged",
     "TurnStopped",
 ]
@@ -46,6 +47,11 @@ class ProblemRaised:
 @dataclass(frozen=True)
 class ProblemCleared:
     kind: str
+
+
+@dataclass(frozen=True)
+class StartedUp:
+    """The speech models and the first language model have loaded (or failed to): Parley can answer now."""
 
 
 @dataclass(frozen=True)

@@ -142,6 +142,9 @@ class LiveVoice:
                 tasks.start(self._play, self._scenario, binding, name="scenario")
             yield
 
+    async def models_loaded(self) -> None:
+        await self.pipeline.loaded.wait()
+
     # Switching models between turns
 
     async def prepare_models(self, config: Config) -> None:
