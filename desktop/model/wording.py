@@ -25,6 +25,8 @@ STATE_LABELS = {
     State.BACKING_OFF: "Retrying",
 }
 
+LOADING = "Loading models…"  # the chip until every model is in: "Ready" would be a promise not yet kept
+
 CODE_WORDS = {
     FailureCode.RATE_LIMITED: "rate limited",
     FailureCode.SERVER_ERROR: "server error",
@@ -99,7 +101,7 @@ def problem_for_failure(failure: LlmFailure, llm: LlmConfig, *, key_set: bool) -
         return Problem("The API key was refused by the provider", _KEY_FIX, "auth")
     if failure.code in (FailureCode.TRANSPORT, FailureCode.TIMEOUT) and llm.provider != "local":
         message = f"Cannot reach the provider at {redact_url(base_url_for(llm))}"
-        return Problem(message, "Check the base URL in Settings and that the server is running", "unreachable")
+        return Problem(message, "Check the server address in Settings and that the server is running", "unreachable")
     if failure.code == FailureCode.QUOTA:
         fix = "Top up the account, or pick another provider in Settings"
         return Problem(FAILURE_REASONS[FailureCode.QUOTA], fix, "quota")

@@ -72,7 +72,7 @@ class MainWindow(QMainWindow):
             self.transcript_model, welcome_for(simulated=session.voice.simulated, hands_free=session.hands_free)
         )
         self.trace_panel = TracePanel(self.trace)
-        self.chip = StateChip(session.clock)
+        self.chip = StateChip(session.clock, starting=session.starting)
         self.stop_button = QPushButton("Stop")
         self.stop_button.setToolTip("Stop the reply now and drop anything queued (Esc)")
         self.stop_button.setEnabled(False)

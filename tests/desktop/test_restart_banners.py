@@ -4,12 +4,9 @@ a failure to show; one that is still failing once Parley has settled is shown.""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
@@ -17,52 +14,9 @@ from pytestqt.qtbot import QtBot
 from desktop.config import Config
 from desktop.model.facts import ProblemRaised, StartedUp
 from desktop.model.session import Session
-from desktop.model.voice import SimulatedVoice, VoiceEvents
-from desktop.model.wording import microphone_failed
 from desktop.qt.banner import Banner
-from engine.clock import MonotonicClock
 from engine.testing import FakeLlm
-from tests.desktop.helpers import running_window, until
-
-QUIET = microphone_failed("no audio from the input device for 1 s")
-STOPPED = microphone_failed("the input device stopped (unplugged, taken away or the sound server quit)")
-
-
-class LoadingVoice(SimulatedVoice):
-    """A microphone whose models load when the test says; it goes quiet as it closes, like a stream torn down."""
-
-    simulated = False
-
-    def __init__(self) -> None:
-        super().__init__(MonotonicClock())
-        self.loaded = anyio.Event()
-        self.events: VoiceEvents | None = None
-        self.listening = False
-
-    @asynccontextmanager
-    async def running(self, events: VoiceEvents) -> AsyncIterator[None]:
-        self.events = events
-        try:
-            yield
-        finally:
-            events.problem(STOPPED)  # the capture ends under the listener as the pipeline closes
-            self.events = None
-
-    async def models_loaded(self) -> None:
-        await self.loaded.wait()
-
-    def start_listening(self) -> None:
-        self.listening = True
-
-    def stop_listening(self) -> None:
-        self.listening = False
-
-    def quiet(self) -> None:
-        """The audio stops for a moment (a model loading starves it), then flows again."""
-        assert self.events is not None
-        self.events.problem(QUIET)
-        self.events.listening_stopped()
-        self.events.problem_cleared(QUIET.kind)
+from tests.desktop.helpers import QUIET, LoadingVoice, running_window, until
 
 
 class BannerSpy(QObject):
