@@ -19,7 +19,7 @@ from desktop.model.facts import Problem
 from desktop.model.session import Session
 from desktop.model.voice import SimulatedVoice, VoiceIO, VoiceUnavailable
 from desktop.model.wording import bad_config, fixture_problem
-from desktop.qt import qt_loop
+from desktop.qt import add_window_options, qt_loop
 from desktop.qt.style import SHEET
 from desktop.qt.window import MainWindow
 from engine.clock import MonotonicClock
@@ -27,15 +27,7 @@ from engine.clock import MonotonicClock
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="parley", description="The Parley desktop window.")
-    parser.add_argument("--config", type=Path, help="settings file (default: the user config dir)")
-    parser.add_argument("--journal-dir", type=Path, help="where sessions/<time>/journal.jsonl go")
-    parser.add_argument("--fixture", type=Path, help="play a scenario file into the window")
-    parser.add_argument(
-        "--hands-free", action="store_true", help="listen without a click from the start ([audio] hands_free)"
-    )
-    parser.add_argument(
-        "--quit-when-ready", action="store_true", help="close as soon as the window is usable (a start-up check)"
-    )
+    add_window_options(parser)
     return parser
 
 
