@@ -49,6 +49,7 @@ from desktop.qt.window_state import WindowState, next_zoom
 from engine.events import StateChanged
 
 READING_MS = 120  # how often the bubble being spoken follows the heard cursor
+NOTICE_MS = 2500  # how long a short confirmation ("Copied the conversation") stays beside the chip
 
 
 class MainWindow(QMainWindow):
@@ -78,6 +79,13 @@ class MainWindow(QMainWindow):
         self.stop_button.setEnabled(False)
         self.stop_button.clicked.connect(session.stop)
         self.model_label = named(QLabel("Starting…"), "hint")
+        self.notice = named(QLabel(), "hint")  # a short confirmation of what a command did
+        self.notice.setAccessibleName("Notice")
+        self.notice.hide()
+        self._notice_timer = QTimer(self)
+        self._notice_timer.setSingleShot(True)
+        self._notice_timer.setInterval(NOTICE_MS)
+        self._notice_timer.timeout.connect(self.notice.hide)
         self.trace_toggle = QPushButton("Show trace")
         self.trace_toggle.setCheckable(True)
         self.trace_toggle.toggled.connect(self.show_trace)
@@ -127,6 +135,7 @@ class MainWindow(QMainWindow):
         top.setContentsMargins(16, 12, 16, 0)
         top.addWidget(self.chip)
         top.addWidget(self.stop_button)
+        top.addWidget(self.notice)
         top.addStretch(1)
         top.addWidget(self.model_label)
         top.addWidget(self.trace_toggle)
@@ -264,8 +273,19 @@ class MainWindow(QMainWindow):
         self.transcript.refit()
 
     def copy_conversation(self) -> None:
-        clipboard = QApplication.clipboard()
-        clipboard.setText(plain_text(self.transcript_model.bubbles))
+        """Ctrl+Shift+C: the conversation as text on the clipboard, and a word that it is there."""
+        text = plain_text(self.transcript_model.bubbles)
+        if not text:
+            self.show_notice("Nothing to copy yet")
+            return
+        QApplication.clipboard().setText(text)
+        self.show_notice("Copied the conversation")
+
+    def show_notice(self, text: str) -> None:
+        """A confirmation beside the chip for a moment (the chip itself keeps saying what Parley does)."""
+        self.notice.setText(text)
+        self.notice.show()
+        self._notice_timer.start()
 
     def open_conversations(self) -> None:
         running = self.session.journal_path if self.session.conversation is not None else None  # else: reopen it
@@ -363,6 +383,7 @@ class MainWindow(QMainWindow):
         self.chip.stop()
         self.push.stop()
         self._reading.stop()
+        self._notice_timer.stop()
         self._app.removeEventFilter(self._keys)
         self.remembered.save(self, trace_shown=self.trace_panel.isVisibleTo(self))
         self._may_close = True
