@@ -25,7 +25,7 @@ from adapters.llm.secret import Secret
 from desktop.config import Config, data_dir
 from desktop.errors import BadInput
 from desktop.model.board import Board
-from desktop.model.conversations import last_conversation
+from desktop.model.conversations import last_conversation, reply_cut
 from desktop.model.engine_host import new_journal_path, open_engine
 from desktop.model.facts import (
     ConversationBusy,
@@ -424,6 +424,7 @@ class Session(Board):
             self._after_turn(event)
 
     def _after_turn(self, event: TurnEnded) -> None:
+        self._say_cuts(event.turn)
         cause = self._causes.pop(event.turn, None)
         if event.outcome == "aborted" and cause is None and self.hands_free:
             self.publish(TurnStopped(event.turn, "voice"))  # the pipeline barged in on the person's voice
@@ -434,6 +435,19 @@ class Session(Board):
         problem = problem_for_failure(event.failure, self.config.llm, key_set=self._key is not None)
         if problem is not None:
             self.raise_problem(problem)
+
+    def _say_cuts(self, turn: int) -> None:
+        """The turn's replies that stopped at the reply limit, as its journal says (the engine's events do not)."""
+        if self.conversation is None:
+            return
+        cuts = []
+        for event in reversed(self.conversation.parts.journal.events):  # the turn's own events are the last ones
+            if event.get("turn") == turn and event.get("type") == "turn/start":
+                break
+            cut = reply_cut(event) if event.get("type") == "assistant/message" and event.get("turn") == turn else None
+            cuts += [cut] if cut is not None else []
+        for cut in reversed(cuts):
+            self.publish(cut)
 
     # Commands
 

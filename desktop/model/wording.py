@@ -296,6 +296,11 @@ def internal_error(error: BaseException, journal: Path) -> Problem:
     )
 
 
+def cut_note(limit_s: float | None) -> str:
+    """The mark under a reply that stopped at a limit rather than at its end: it may stop mid-sentence."""
+    return f"… (cut at the reply {'length' if limit_s is None else 'time'} limit)"
+
+
 STOP_CAUSES = {
     "you": "stopped by you",
     "push_to_talk": "interrupted: you pressed Talk",
