@@ -14,6 +14,7 @@ from adapters.contract import LlmAdapter
 from desktop.catalog.command import add_parser as add_models_parser
 from desktop.errors import BadInput, disk_problem
 from desktop.providers.table import provider_names
+from desktop.qt import add_window_options
 from desktop.terminal import printable, printable_output
 from engine.conversation import VERSION
 from engine.journal import JournalBusy, JournalCorrupt, JournalWriteFailed
@@ -61,6 +62,12 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="parley", description="A voice companion that stops when you talk.")
     parser.add_argument("--version", action="version", version=f"parley {VERSION}")
+    window = parser.add_argument_group(
+        "the window",
+        "`parley` alone opens the window; these options go with it, e.g. `parley --hands-free`",
+        argument_default=argparse.SUPPRESS,
+    )
+    add_window_options(window)  # for --help: main() hands a command line that starts with one to the window
     commands = parser.add_subparsers(dest="command")
     demo = commands.add_parser("demo", help="the engine alone: the embedded LLM, a silent speaker, a barge-in")
     demo.add_argument("--out", type=Path, default=Path("out/demo"), help="where journal.jsonl goes")

@@ -14,8 +14,9 @@ from typing import Any
 
 from adapters.contract import LlmFailure
 from adapters.contract.llm import FailureCode
+from desktop.model.facts import ReplyCut
 from desktop.model.transcript_model import Bubble
-from desktop.model.wording import failure_reason
+from desktop.model.wording import cut_note, failure_reason
 from engine.journal import JournalCorrupt, open_turn_ids, read_journal
 
 JOURNAL = "journal.jsonl"
@@ -104,9 +105,22 @@ def _assistant(event: Mapping[str, Any], turn: int, at: float) -> Bubble:
     interrupted = bool(event.get("interrupted"))
     bubble = Bubble("assistant", turn, int(event.get("step", 1)), text=text, heard=text, settled=True, at=at)
     bubble.interrupted = interrupted
+    cut = reply_cut(event)
     if interrupted:
         bubble.note = "Interrupted here: the rest was never heard, so it was not kept"
+    elif cut is not None:
+        bubble.note = cut_note(cut.limit_s)
     return bubble
+
+
+def reply_cut(message: Mapping[str, Any]) -> ReplyCut | None:
+    """A journal's assistant/message that stopped at the reply limit, not at its end (one interrupted is not:
+    the rest was not heard anyway)."""
+    turn, step = message.get("turn"), message.get("step", 1)
+    if message.get("finish") != "length" or message.get("interrupted") or not isinstance(turn, int):
+        return None
+    limit = message.get("reply_limit_s")
+    return ReplyCut(turn, int(step), float(limit) if isinstance(limit, int | float) else None)
 
 
 def _ended(bubbles: list[Bubble], turn: int, event: Mapping[str, Any], at: float) -> None:

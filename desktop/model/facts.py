@@ -20,6 +20,8 @@ __all__ = [
     "Problem",
     "ProblemCleared",
     "ProblemRaised",
+    "ReplyCut",
+    "StartedUp",
     "TalkChanged",
     "TurnStopped",
 ]
@@ -46,6 +48,21 @@ class ProblemRaised:
 @dataclass(frozen=True)
 class ProblemCleared:
     kind: str
+
+
+@dataclass(frozen=True)
+class ReplyCut:
+    """A step's reply stopped at the reply limit, mid-sentence maybe: at the longest reply (`limit_s` None) or,
+    after `limit_s` seconds, at Parley's reply time limit."""
+
+    turn: int
+    step: int
+    limit_s: float | None = None
+
+
+@dataclass(frozen=True)
+class StartedUp:
+    """The speech models and the first language model have loaded (or failed to): Parley can answer now."""
 
 
 @dataclass(frozen=True)

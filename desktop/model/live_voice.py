@@ -111,7 +111,7 @@ class LiveVoice:
         audio = self._config.audio
         speaker = (audio.output_device or "system default") if self._has_speaker else "none (replies are silent)"
         return (
-            "Hold Talk (or Space) while you speak, or turn on Hands-free; talk over Parley to interrupt it. "
+            "Hold Talk (or Space) while you speak, or while Parley speaks to stop it; with Hands-free on, just talk. "
             f"Microphone: {audio.input_device or 'system default'}; speaker: {speaker}."
         )
 
@@ -141,6 +141,9 @@ class LiveVoice:
                 self._played = True  # once: a conversation rebuilt by Settings does not replay it
                 tasks.start(self._play, self._scenario, binding, name="scenario")
             yield
+
+    async def models_loaded(self) -> None:
+        await self.pipeline.loaded.wait()
 
     # Switching models between turns
 

@@ -25,7 +25,7 @@ from adapters.llm.secret import Secret
 from desktop.config import Config, data_dir
 from desktop.errors import BadInput
 from desktop.model.board import Board
-from desktop.model.conversations import last_conversation
+from desktop.model.conversations import last_conversation, reply_cut
 from desktop.model.engine_host import new_journal_path, open_engine
 from desktop.model.facts import (
     ConversationBusy,
@@ -36,6 +36,7 @@ from desktop.model.facts import (
     MicLevel,
     ModelLoading,
     Problem,
+    StartedUp,
     StopCause,
     TalkChanged,
     TurnStopped,
@@ -67,6 +68,11 @@ from engine.tools import ToolRegistry
 
 log = logging.getLogger(__name__)
 TURN_PROBLEMS = ("auth", "unreachable", "quota")
+DEVICE_PROBLEMS = frozenset({"no_microphone", "no_speaker"})
+# After start-up, how long a device that went quiet while the models loaded has to come back before it is shown
+# as failed: loading a model can starve the audio for a moment, and the microphone is judged "stalled" after a
+# second without audio and listened to again a second later.
+SETTLE_S = 2.5
 
 
 class Session(Board):
@@ -111,6 +117,11 @@ class Session(Board):
         self._held: list[UserInput] = []  # input that came while the engine was being rebuilt
         self._running: Config | None = None  # the settings the engine runs with
         self._last: LlmChoice | None = None  # the language model the last engine ran
+        self.starting = True  # until the speech models and the first language model have loaded (or failed to)
+        self._settling = True  # ... and SETTLE_S more: device problems are held meanwhile
+        self._first_llm = anyio.Event()  # the first engine's language model loaded, failed, or needs no loading
+        self._held_problems: dict[str, Problem] = {}  # device problems that came while settling
+        self._listen_again = False  # hands-free stopped on a device problem held while settling
 
     # Lifecycle
 
@@ -223,7 +234,8 @@ class Session(Board):
         """One task holds the voice and, inside it, one engine per settings version, so every context is left in
         the task that entered it, innermost first."""
         try:
-            async with self.voice.running(self._voice_events()):
+            async with self.voice.running(self._voice_events()), open_tasks(cancel_on_exit=True) as starting:
+                starting.start(self._start_up, name="start-up")
                 while not self._closing:
                     self._changed = anyio.Event()
                     version = self._version
@@ -234,11 +246,46 @@ class Session(Board):
                             await self._changed.wait()
                     except Exception as error:  # noqa: BLE001 (the engine died: said, and the window lives on)
                         self._engine_died(error)
+                        self._first_llm.set()
                         self._applied.set()
                         await self._changed.wait()
         finally:
             self._applied.set()
             self._ended.set()
+
+    async def _start_up(self) -> None:
+        """Say when Parley is ready (every model loaded), then show the device problems that outlived the start."""
+        await self.voice.models_loaded()
+        await self._first_llm.wait()
+        self.starting = False
+        self.publish(StartedUp())
+        await self.clock.sleep(SETTLE_S)
+        self._settling = False
+        held, self._held_problems = list(self._held_problems.values()), {}
+        for problem in held:
+            self.raise_problem(problem)
+        if self._listen_again:
+            self._listen_again = False
+            self.set_hands_free(False)
+
+    def _voice_problem(self, problem: Problem) -> None:
+        """A device problem is not shown while Parley closes (for a restart, say) or starts: a model loading can
+        starve the audio for a moment, and the device comes back by itself; if it has not once Parley has
+        settled, it is shown then."""
+        if problem.kind in DEVICE_PROBLEMS and (self._closing or self._settling):
+            if not self._closing:
+                self._held_problems[problem.kind] = problem
+            return
+        self.raise_problem(problem)
+
+    def _voice_problem_cleared(self, kind: str) -> None:
+        """A device came back: a held problem goes unshown, and hands-free listens again if it only stopped for
+        a problem held while settling."""
+        held = self._held_problems.pop(kind, None)
+        self.clear_problem(kind)
+        if held is not None and kind == "no_microphone" and self._listen_again and not self._closing:
+            self._listen_again = False
+            self.set_hands_free(True)
 
     def _engine_died(self, error: Exception) -> None:
         """The conversation could not go on (its journal could not be written, or a bug): no engine until the
@@ -262,6 +309,7 @@ class Session(Board):
         choice = None if version == self._broken else self._choose()
         await self._hand_back(choice)
         if choice is None:
+            self._first_llm.set()
             self._show_conversation(None)
             self.publish(EngineClosed())
             yield
@@ -270,6 +318,7 @@ class Session(Board):
             try:
                 self.conversation = await stack.enter_async_context(self._open(choice))
             except (OSError, JournalCorrupt, JournalBusy) as error:  # the journal cannot be had, written or read
+                self._first_llm.set()
                 self._not_opened(error)
                 yield
                 return
@@ -285,6 +334,8 @@ class Session(Board):
             self.publish(EngineOpened(choice.adapter.provider, choice.adapter.model, choice.label))
             if choice.load is not None:
                 tasks.start(self._load, choice, version, name="load-llm")
+            else:
+                self._first_llm.set()
             try:
                 yield
             finally:
@@ -360,8 +411,10 @@ class Session(Board):
             self.raise_problem(missing_model(str(error)))
             self._broken = version
             self._changed.set()  # the engine closes; it opens again when the settings change
+            self._first_llm.set()
             return
         self.publish(ModelLoading(choice.label, "ready", self.clock.now() - started))
+        self._first_llm.set()
 
     def _on_engine(self, event: Any) -> None:
         self.publish(event)
@@ -371,6 +424,7 @@ class Session(Board):
             self._after_turn(event)
 
     def _after_turn(self, event: TurnEnded) -> None:
+        self._say_cuts(event.turn)
         cause = self._causes.pop(event.turn, None)
         if event.outcome == "aborted" and cause is None and self.hands_free:
             self.publish(TurnStopped(event.turn, "voice"))  # the pipeline barged in on the person's voice
@@ -381,6 +435,19 @@ class Session(Board):
         problem = problem_for_failure(event.failure, self.config.llm, key_set=self._key is not None)
         if problem is not None:
             self.raise_problem(problem)
+
+    def _say_cuts(self, turn: int) -> None:
+        """The turn's replies that stopped at the reply limit, as its journal says (the engine's events do not)."""
+        if self.conversation is None:
+            return
+        cuts = []
+        for event in reversed(self.conversation.parts.journal.events):  # the turn's own events are the last ones
+            if event.get("turn") == turn and event.get("type") == "turn/start":
+                break
+            cut = reply_cut(event) if event.get("type") == "assistant/message" and event.get("turn") == turn else None
+            cuts += [cut] if cut is not None else []
+        for cut in reversed(cuts):
+            self.publish(cut)
 
     # Commands
 
@@ -497,7 +564,9 @@ class Session(Board):
             self.submit(item)
 
         def listening_stopped() -> None:
-            if self.hands_free:
+            if self.hands_free and self._settling and not self._closing:
+                self._listen_again = True  # shown as off only if the microphone does not come back
+            elif self.hands_free:
                 self.set_hands_free(False)
 
         return VoiceCallbacks(
@@ -505,8 +574,8 @@ class Session(Board):
             self.set_input_state,
             self.barge_in,
             utterance,
-            self.raise_problem,
-            self.clear_problem,
+            self._voice_problem,
+            self._voice_problem_cleared,
             self.publish,
             listening_stopped,
         )

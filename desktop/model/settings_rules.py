@@ -20,7 +20,7 @@ from adapters.llm.secret import Secret, redact_url
 from adapters.tts.piper_voice import check_voice_files
 from desktop.config import Config, ConfigError, validate
 from desktop.providers.checks import check_server
-from desktop.providers.table import provider_named
+from desktop.providers.table import base_url_for, provider_named
 
 LIVE = frozenset(
     [f"llm.{f.name}" for f in fields(Config().llm)] + [f"speech.{f.name}" for f in fields(Config().speech)]
@@ -69,7 +69,8 @@ def stale_problems(old: Config, new: Config, *, key_changed: bool) -> set[str]:
 
 
 def check(config: Config, where: str = "Settings") -> Config:
-    """Everything desktop.config checks (ranges, the base URL), and that every model path given exists."""
+    """Everything desktop.config checks (ranges, the server address), and that every model path given exists."""
+    _check_address(config, where)
     config = validate(config, where)
     llm, speech = config.llm, config.speech
     if llm.provider == "local" and llm.local_model_path and not Path(llm.local_model_path).is_file():
@@ -82,6 +83,23 @@ def check(config: Config, where: str = "Settings") -> Config:
     except ModelError as error:
         raise ConfigError(f"{where}: {error}") from None
     return config
+
+
+def _check_address(config: Config, where: str) -> None:
+    """The server address as desktop.config checks it, in the dialog's words rather than the file's keys."""
+    provider = provider_named(config.llm.provider)
+    if provider is None or not provider.over_http:
+        return
+    raw = base_url_for(config.llm)
+    shown = redact_url(raw)  # the message is shown: no password or key in it
+    if not raw.startswith(("http://", "https://")):
+        raise ConfigError(f"{where}: the server address {shown!r} must start with http:// or https://")
+    try:
+        host = httpx.URL(raw).host
+    except httpx.InvalidURL as error:
+        raise ConfigError(f"{where}: the server address {shown!r} is not a valid address ({error}); fix it") from None
+    if not host:
+        raise ConfigError(f"{where}: the server address {shown!r} names no host; e.g. https://api.openai.com/v1")
 
 
 def try_connection(config: Config, key: Secret | None) -> tuple[bool, str]:
@@ -102,10 +120,22 @@ def try_connection(config: Config, key: Secret | None) -> tuple[bool, str]:
     except (ProxySettingError, httpx.InvalidURL) as error:
         return False, f"The proxy setting cannot be used: {error}"
     except httpx.HTTPError as error:
-        return False, f"{shown} cannot be reached ({type(error).__name__}); check the base URL and the server"
-    status = response.status_code
+        return False, f"{shown} cannot be reached ({type(error).__name__}); check the server address and the server"
+    return answered(response.status_code, redact_url(url), shown, key_sent=key is not None)
+
+
+def answered(status: int, tried: str, shown: str, *, key_sent: bool) -> tuple[bool, str]:
+    """(ok, words) for the status the models endpoint `tried` gave: only a success or a rate limit passes."""
     if status in (401, 403):
         return False, f"{shown} answered, but refused the API key (HTTP {status})"
+    if status == 429:
+        return True, f"{shown} answered, but asks to slow down (HTTP 429); try again in a moment"
+    if status == 404:
+        return False, f"nothing answers at {tried} (HTTP 404): check the server address"
+    if 300 <= status < 400:
+        return False, f"{tried} sends Parley elsewhere (HTTP {status}): check the server address"
+    if 400 <= status < 500:
+        return False, f"{tried} refused the request (HTTP {status}): check the server address"
     if status >= 500:
         return False, f"{shown} answered with a server error (HTTP {status})"
-    return True, f"{shown} answered (HTTP {status})" + ("" if key else "; no API key was sent")
+    return True, f"{shown} answered (HTTP {status})" + ("" if key_sent else "; no API key was sent")

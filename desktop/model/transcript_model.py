@@ -7,7 +7,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from desktop.model.wording import code_words, failure_reason
+from desktop.model.facts import ReplyCut
+from desktop.model.wording import code_words, cut_note, failure_reason
 from engine.events import (
     AttemptFailed,
     ReplyHeard,
@@ -152,6 +153,13 @@ class TranscriptModel:
             bubble.note = ""
         self._changed(bubble)
 
+    def _cut(self, event: ReplyCut) -> None:
+        """The reply stopped at the reply limit: a mark under it, so a sentence cut short is not a mystery."""
+        bubble = self.assistant(event.turn, event.step)
+        if bubble is not None and bubble.heard and not bubble.interrupted:
+            bubble.note = cut_note(event.limit_s)
+            self._changed(bubble)
+
     def _withdrawn(self, event: TurnWithdrawn) -> None:
         for bubble in [b for b in self.bubbles if b.turn == event.turn]:
             self.bubbles.remove(bubble)
@@ -182,4 +190,5 @@ _HANDLERS: dict[type, Callable[[TranscriptModel, Any], None]] = {
     ReplyHeard: TranscriptModel._heard,
     TurnWithdrawn: TranscriptModel._withdrawn,
     TurnEnded: TranscriptModel._ended,
+    ReplyCut: TranscriptModel._cut,
 }

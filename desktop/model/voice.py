@@ -99,6 +99,9 @@ class VoiceIO(Protocol):
         """Spoken input goes to `conversation` and barge-in cancels its turns, for the block."""
         ...
 
+    async def models_loaded(self) -> None:
+        """Returns once the speech models `running` started to load have loaded (or failed to)."""
+
     async def prepare_models(self, config: Config) -> None:
         """Load the speech models `config` names while a turn may still be under way (problems are reported)."""
 
@@ -157,6 +160,9 @@ class SimulatedVoice:
     @asynccontextmanager
     async def attached(self, conversation: Conversation) -> AsyncIterator[None]:
         yield
+
+    async def models_loaded(self) -> None:
+        return None  # no models to load
 
     async def prepare_models(self, config: Config) -> None:
         return None  # no models: replies are timed, not spoken

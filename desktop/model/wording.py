@@ -7,6 +7,7 @@ from pathlib import Path
 
 from adapters.contract import LlmFailure
 from adapters.contract.llm import FailureCode
+from adapters.llm.openai_compat import endpoint
 from adapters.llm.secret import redact_url
 from desktop.config import LlmConfig
 from desktop.model.facts import Problem
@@ -23,6 +24,8 @@ STATE_LABELS = {
     State.STOPPING: "Stopping…",
     State.BACKING_OFF: "Retrying",
 }
+
+LOADING = "Loading models…"  # the chip until every model is in: "Ready" would be a promise not yet kept
 
 CODE_WORDS = {
     FailureCode.RATE_LIMITED: "rate limited",
@@ -78,6 +81,8 @@ def failure_reason(failure: LlmFailure, cap_ms: int = Backoff().cap_ms) -> str:
     asked = failure.provider_retry_after_ms
     if asked is not None and asked > cap_ms:
         return f"The provider asked us to wait {_duration(asked)}; try again after that"
+    if failure.code == FailureCode.INVALID_REQUEST and failure.status == 404:
+        return f"{FAILURE_REASONS[failure.code]} (HTTP 404): the server address may be wrong"
     return FAILURE_REASONS.get(failure.code, f"The request failed ({code_words(failure.code)})")
 
 
@@ -96,10 +101,15 @@ def problem_for_failure(failure: LlmFailure, llm: LlmConfig, *, key_set: bool) -
         return Problem("The API key was refused by the provider", _KEY_FIX, "auth")
     if failure.code in (FailureCode.TRANSPORT, FailureCode.TIMEOUT) and llm.provider != "local":
         message = f"Cannot reach the provider at {redact_url(base_url_for(llm))}"
-        return Problem(message, "Check the base URL in Settings and that the server is running", "unreachable")
+        return Problem(message, "Check the server address in Settings and that the server is running", "unreachable")
     if failure.code == FailureCode.QUOTA:
         fix = "Top up the account, or pick another provider in Settings"
         return Problem(FAILURE_REASONS[FailureCode.QUOTA], fix, "quota")
+    if failure.code == FailureCode.INVALID_REQUEST and failure.status == 404 and llm.provider != "local":
+        tried = redact_url(endpoint(base_url_for(llm), "chat/completions"))
+        message = f"{FAILURE_REASONS[FailureCode.INVALID_REQUEST]}: nothing answers at {tried} (HTTP 404)"
+        fix = "The server address may be wrong: check it in Settings (Test connection)"
+        return Problem(message, fix, "unreachable")
     return None
 
 
@@ -286,6 +296,11 @@ def internal_error(error: BaseException, journal: Path) -> Problem:
     )
 
 
+def cut_note(limit_s: float | None) -> str:
+    """The mark under a reply that stopped at a limit rather than at its end: it may stop mid-sentence."""
+    return f"… (cut at the reply {'length' if limit_s is None else 'time'} limit)"
+
+
 STOP_CAUSES = {
     "you": "stopped by you",
     "push_to_talk": "interrupted: you pressed Talk",
@@ -335,9 +350,9 @@ def help_text(shortcut: str) -> str:
     ]
     rows = "".join(f"<tr><td><b>{k}</b></td><td>&nbsp;&nbsp;{v}</td></tr>" for k, v in keys)
     return (
-        "<p>Talk to Parley, or type. Talk over it at any time: it stops at once, and remembers only the words "
-        "you heard. While it speaks, the words you have heard are dark and the rest grey; when you interrupt, "
-        "the unheard rest is struck through.</p>"
+        "<p>Talk to Parley, or type. Hold Talk while it speaks (with Hands-free on, just talk over it): it stops "
+        "at once, and remembers only the words you heard. While it speaks, the words you have heard are dark and "
+        "the rest grey; when you interrupt, the unheard rest is struck through.</p>"
         f"<table>{rows}</table>"
         "<p>Hands-free listens all the time. Settings holds the provider, the devices and the voice; "
         "hover a message to see when it was said.</p>"

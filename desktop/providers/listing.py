@@ -63,6 +63,8 @@ def list_models(
         raise NotListed(f"{shown} cannot be reached ({type(error).__name__})") from None
     if response.status_code in (401, 403):
         raise NotListed(f"{shown} refused the API key (HTTP {response.status_code})")
+    if response.status_code == 404:
+        raise NotListed(f"nothing answers at {shown} (HTTP 404)")
     if response.status_code != 200:
         raise NotListed(f"{shown} answered HTTP {response.status_code}")
     try:

@@ -95,7 +95,7 @@ SERVER_SETTINGS = ("base_url", "model")
 PROVIDERS: tuple[Provider, ...] = (
     Provider("local", "Embedded (offline, llama.cpp)", _embedded, ("local_model_path",)),
     Provider("openai", "OpenAI-compatible server", _openai_wire, REMOTE_SETTINGS, OPENAI_BASE_URL, "openai",
-             sends_key=True, hint="set the base URL, the model and an API key"),
+             sends_key=True, hint="set the server address, the model and an API key"),
     Provider("ollama", "Ollama (on this computer)", _openai_wire, SERVER_SETTINGS, "http://127.0.0.1:11434/v1",
              "ollama", local_server=True, hint="start it with `ollama serve` and pull a model (`ollama pull NAME`)"),
     Provider("lmstudio", "LM Studio (on this computer)", _openai_wire, SERVER_SETTINGS, "http://127.0.0.1:1234/v1",

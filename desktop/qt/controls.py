@@ -109,7 +109,7 @@ class Controls(QWidget):
             self.talk.setText(self._idle)
         self.talk.setToolTip(
             f"Hold while you speak (or hold Space while this button or the conversation has focus, or {shortcut} "
-            "anywhere in the window); speaking over Parley stops it at once"
+            "anywhere in the window); holding it while Parley speaks stops Parley at once"
         )
 
     def send(self) -> None:

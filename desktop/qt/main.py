@@ -19,7 +19,7 @@ from desktop.model.facts import Problem
 from desktop.model.session import Session
 from desktop.model.voice import SimulatedVoice, VoiceIO, VoiceUnavailable
 from desktop.model.wording import bad_config, fixture_problem
-from desktop.qt import qt_loop
+from desktop.qt import add_window_options, qt_loop
 from desktop.qt.style import SHEET
 from desktop.qt.window import MainWindow
 from engine.clock import MonotonicClock
@@ -27,15 +27,7 @@ from engine.clock import MonotonicClock
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="parley", description="The Parley desktop window.")
-    parser.add_argument("--config", type=Path, help="settings file (default: the user config dir)")
-    parser.add_argument("--journal-dir", type=Path, help="where sessions/<time>/journal.jsonl go")
-    parser.add_argument("--fixture", type=Path, help="play a scenario file into the window")
-    parser.add_argument(
-        "--hands-free", action="store_true", help="listen without a click from the start ([audio] hands_free)"
-    )
-    parser.add_argument(
-        "--quit-when-ready", action="store_true", help="close as soon as the window is usable (a start-up check)"
-    )
+    add_window_options(parser)
     return parser
 
 
@@ -71,8 +63,9 @@ def _config(args: argparse.Namespace) -> tuple[Config, Path, Problem | None]:
         return Config(), path, bad_config(str(error))
 
 
-def _hands_free(args: argparse.Namespace, config: Config) -> bool:
-    return bool(args.fixture is not None or getattr(args, "hands_free", False) or config.audio.hands_free)
+def _hands_free_asked(args: argparse.Namespace) -> bool:
+    """A scenario speaks without pressing Talk; so may the user who asked for it on the command line."""
+    return bool(args.fixture is not None or getattr(args, "hands_free", False))
 
 
 def voice_for(args: argparse.Namespace, config: Config) -> tuple[VoiceIO, list[Problem]]:
@@ -111,8 +104,7 @@ async def _main(args: argparse.Namespace) -> int:
     ready: float | None = None
     try:
         async with session.running():  # the app's root task group: everything the session starts ends in it
-            if _hands_free(args, config) and not voice.simulated:
-                session.set_hands_free(True)  # a scenario speaks without pressing Talk; so may the user
+            window.start_hands_free(asked=_hands_free_asked(args), configured=config.audio.hands_free)
             if args.quit_when_ready:
                 ready = time.monotonic()  # said once closed: llama.cpp mutes stdout while it loads a model
                 window.close()

@@ -2,7 +2,7 @@
 
 The models (language, speech recognition, voice) take effect from the next turn; the devices and speech
 detection after a restart, which the dialog says and the window offers. Saving checks everything first
-(ranges, the base URL, that model files exist); an error stays in the dialog. Without an OS keyring the other
+(ranges, the server address, that model files exist); an error stays in the dialog. Without an OS keyring the other
 settings are still saved and the window says where the key can go instead.
 """
 
@@ -71,6 +71,7 @@ class SettingsDialog(QDialog):
             self.provider.addItem(entry.label, entry.name)
         self.provider.setCurrentIndex(self.provider.findData(llm.provider))
         self.base_url = QLineEdit(llm.base_url)
+        self.base_url.setToolTip("Where the provider's OpenAI-compatible API answers, e.g. https://api.openai.com/v1")
         self.model = QLineEdit(llm.model)
         self.local_model = PathField(
             llm.local_model_path, "the bundled SmolLM2-135M", "Embedded model", "GGUF models (*.gguf)", pick
@@ -114,7 +115,7 @@ class SettingsDialog(QDialog):
     def _lay_out(self, device_note: str) -> None:
         llm = QFormLayout()
         llm.addRow("Provider", self.provider)
-        llm.addRow("Base URL", self.base_url)
+        llm.addRow("Server address", self.base_url)
         llm.addRow("Model", self.model)
         llm.addRow("API key", self.api_key)
         key_row = QHBoxLayout()

@@ -7,8 +7,8 @@ from typing import Any
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QWidget
 
-from desktop.model.facts import EngineClosed, EngineOpened, HandsFreeChanged
-from desktop.model.wording import failure_reason, state_label
+from desktop.model.facts import EngineClosed, EngineOpened, HandsFreeChanged, ModelLoading, StartedUp
+from desktop.model.wording import LOADING, failure_reason, state_label
 from desktop.qt.style import CHIP_COLOURS
 from engine.clock import Clock
 from engine.events import BackoffInfo, State, StateChanged, TurnEnded, TurnStarted
@@ -18,11 +18,12 @@ PILL = "border-radius: 11px; padding: 4px 16px; font-weight: 600;"  # radius abo
 
 
 class StateChip(QLabel):
-    """Shows the engine state; a failed turn stays shown (in plain words) until the next turn starts."""
+    """Shows the engine state; a failed turn stays shown (in plain words) until the next turn starts; while Parley
+    starts (`starting`) or a model loads, idle is "Loading models…", not "Ready"."""
 
     shown = Signal(str)  # every text the chip displays, in order (tests and accessibility)
 
-    def __init__(self, clock: Clock, parent: QWidget | None = None) -> None:
+    def __init__(self, clock: Clock, parent: QWidget | None = None, *, starting: bool = False) -> None:
         super().__init__(parent)
         self.setObjectName("chip")
         self.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -32,6 +33,8 @@ class StateChip(QLabel):
         self._failed: str | None = None
         self._stopped: str | None = None  # why no conversation runs (it cannot be saved, say)
         self._hands_free = False
+        self._starting = starting
+        self._loading: set[str] = set()  # models loading now (a settings change loads them too)
         self._timer = QTimer(self)
         self._timer.setInterval(TICK_MS)
         self._timer.timeout.connect(self._render)
@@ -49,9 +52,21 @@ class StateChip(QLabel):
         elif isinstance(event, HandsFreeChanged):
             self._hands_free = event.on
             self._render()
+        elif isinstance(event, StartedUp):
+            self._starting = False
+            self._render()
+        elif isinstance(event, ModelLoading):
+            self._model_loading(event)
         elif isinstance(event, EngineClosed | EngineOpened):
             self._stopped = event.why if isinstance(event, EngineClosed) and event.why else None
             self._render()
+
+    def _model_loading(self, progress: ModelLoading) -> None:
+        if progress.phase == "loading":
+            self._loading.add(progress.label)
+        else:
+            self._loading.discard(progress.label)
+        self._render()
 
     def stop(self) -> None:
         self._timer.stop()
@@ -73,7 +88,9 @@ class StateChip(QLabel):
             text, key = f"Failed: {self._failed}", "Failed"
         else:
             text = state_label(self.state, self._backoff, self._clock.now())
-            if self.state is State.IDLE and self._hands_free:
+            if self.state is State.IDLE and (self._starting or self._loading):
+                text = LOADING
+            elif self.state is State.IDLE and self._hands_free:
                 text = "Listening"  # hands-free waits for the person to speak
             key = "Retrying" if self.state is State.BACKING_OFF else text
         background, ink = CHIP_COLOURS.get(key, CHIP_COLOURS["Ready"])

@@ -14,6 +14,7 @@ FOCUS = "#1e3a8a"
 
 CHIP_COLOURS = {
     "Ready": ("#e5e7eb", "#374151"),
+    "Loading models…": ("#fef9c3", "#854d0e"),
     "Listening": ("#dcfce7", "#166534"),
     "Transcribing": ("#ccfbf1", "#115e59"),
     "Thinking": ("#ede9fe", "#5b21b6"),

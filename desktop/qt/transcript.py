@@ -18,6 +18,10 @@ from desktop.qt.style import INK, UNHEARD, named
 INTERRUPTED = "Interrupted: the struck-through words were never heard, and Parley does not remember them"
 WELCOME = (
     "Hold the button below and talk (or hold Space while the conversation has focus), or type a message.\n"
+    "Hold Talk while Parley speaks to stop it at once; it remembers only what you heard."
+)
+WELCOME_HANDS_FREE = (
+    "Parley is listening: just talk, or type a message.\n"
     "Talk over Parley at any time: it stops at once and remembers only what you heard."
 )
 WELCOME_SIMULATED = (
@@ -27,6 +31,13 @@ WELCOME_SIMULATED = (
 )
 WIDEST = 0.72  # of the transcript's width
 MARGINS = 14 + 14 + 4
+
+
+def welcome_for(*, simulated: bool, hands_free: bool) -> str:
+    """The empty window's hint for the way Parley listens now: only hands-free stops on the voice alone."""
+    if simulated:
+        return WELCOME_SIMULATED
+    return WELCOME_HANDS_FREE if hands_free else WELCOME
 
 
 def bubble_plain(bubble: Bubble) -> str:

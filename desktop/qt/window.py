@@ -26,7 +26,7 @@ from desktop.config import Config
 from desktop.model.busy import FOCUS, busy_question
 from desktop.model.conversations import bubbles_of, plain_text
 from desktop.model.devices import Devices, list_devices
-from desktop.model.facts import ConversationBusy, ConversationOpened, EngineClosed, EngineOpened
+from desktop.model.facts import ConversationBusy, ConversationOpened, EngineClosed, EngineOpened, HandsFreeChanged
 from desktop.model.model_shelf import Shelf
 from desktop.model.session import Session
 from desktop.model.settings_rules import restart_needed
@@ -43,12 +43,13 @@ from desktop.qt.state_chip import StateChip
 from desktop.qt.style import named, sheet
 from desktop.qt.talk_keys import PushToTalk, TalkKeys
 from desktop.qt.trace_panel import TracePanel
-from desktop.qt.transcript import WELCOME, WELCOME_SIMULATED, TranscriptView
+from desktop.qt.transcript import TranscriptView, welcome_for
 from desktop.qt.window_menu import Commands, Menu
 from desktop.qt.window_state import WindowState, next_zoom
 from engine.events import StateChanged
 
 READING_MS = 120  # how often the bubble being spoken follows the heard cursor
+NOTICE_MS = 2500  # how long a short confirmation ("Copied the conversation") stays beside the chip
 
 
 class MainWindow(QMainWindow):
@@ -69,15 +70,22 @@ class MainWindow(QMainWindow):
         self.remembered = WindowState(config_path)
         self.transcript_model, self.trace = TranscriptModel(), TraceBook()
         self.transcript = TranscriptView(
-            self.transcript_model, WELCOME_SIMULATED if session.voice.simulated else WELCOME
+            self.transcript_model, welcome_for(simulated=session.voice.simulated, hands_free=session.hands_free)
         )
         self.trace_panel = TracePanel(self.trace)
-        self.chip = StateChip(session.clock)
+        self.chip = StateChip(session.clock, starting=session.starting)
         self.stop_button = QPushButton("Stop")
         self.stop_button.setToolTip("Stop the reply now and drop anything queued (Esc)")
         self.stop_button.setEnabled(False)
         self.stop_button.clicked.connect(session.stop)
         self.model_label = named(QLabel("Starting…"), "hint")
+        self.notice = named(QLabel(), "hint")  # a short confirmation of what a command did
+        self.notice.setAccessibleName("Notice")
+        self.notice.hide()
+        self._notice_timer = QTimer(self)
+        self._notice_timer.setSingleShot(True)
+        self._notice_timer.setInterval(NOTICE_MS)
+        self._notice_timer.timeout.connect(self.notice.hide)
         self.trace_toggle = QPushButton("Show trace")
         self.trace_toggle.setCheckable(True)
         self.trace_toggle.toggled.connect(self.show_trace)
@@ -86,6 +94,7 @@ class MainWindow(QMainWindow):
         self.banners = BannerArea(self.open_settings)
         self.push = PushToTalk(session, self)
         self.controls = Controls(session, self.push)
+        self.controls.hands_free.toggled.connect(self._hands_free_chosen)  # after the session tried it
         self.settings_dialog: SettingsDialog | None = None
         self.models_dialog: ModelsDialog | None = None
         self._shelf = shelf
@@ -126,6 +135,7 @@ class MainWindow(QMainWindow):
         top.setContentsMargins(16, 12, 16, 0)
         top.addWidget(self.chip)
         top.addWidget(self.stop_button)
+        top.addWidget(self.notice)
         top.addStretch(1)
         top.addWidget(self.model_label)
         top.addWidget(self.trace_toggle)
@@ -164,6 +174,17 @@ class MainWindow(QMainWindow):
         self._apply_zoom()
         self.set_talk_shortcut(remembered.shortcut)
 
+    def start_hands_free(self, *, asked: bool, configured: bool) -> None:
+        """Listen hands-free from the start when asked (--hands-free, a scenario), else as the person last left it
+        (window.ini), else as the settings file says; never for the simulated voice (it has no microphone)."""
+        if not self.session.voice.simulated and self.remembered.hands_free_at_start(asked=asked, configured=configured):
+            self.session.set_hands_free(True)
+
+    def _hands_free_chosen(self, _on: bool) -> None:
+        """The person ticked or cleared Hands-free: kept for the next start, as it turned out (a microphone that
+        cannot listen leaves it off)."""
+        self.remembered.remember(hands_free=self.session.hands_free)
+
     def _space_talks(self, widget: QWidget) -> bool:
         """Space talks where it has nothing else to do: the conversation and the Talk button."""
         return widget is self.controls.talk or widget is self.transcript or self.transcript.isAncestorOf(widget)
@@ -179,6 +200,9 @@ class MainWindow(QMainWindow):
             self.stop_button.setEnabled(event.turn is not None)
             self._follow_reading() if event.turn is not None else None
             self._reading.start() if event.turn is not None else self._reading.stop()
+        elif isinstance(event, HandsFreeChanged):
+            simulated = self.session.voice.simulated
+            self.transcript.welcome.setText(welcome_for(simulated=simulated, hands_free=event.on))
         elif isinstance(event, ConversationOpened):
             self._opened(event)
         elif isinstance(event, EngineOpened):
@@ -249,8 +273,19 @@ class MainWindow(QMainWindow):
         self.transcript.refit()
 
     def copy_conversation(self) -> None:
-        clipboard = QApplication.clipboard()
-        clipboard.setText(plain_text(self.transcript_model.bubbles))
+        """Ctrl+Shift+C: the conversation as text on the clipboard, and a word that it is there."""
+        text = plain_text(self.transcript_model.bubbles)
+        if not text:
+            self.show_notice("Nothing to copy yet")
+            return
+        QApplication.clipboard().setText(text)
+        self.show_notice("Copied the conversation")
+
+    def show_notice(self, text: str) -> None:
+        """A confirmation beside the chip for a moment (the chip itself keeps saying what Parley does)."""
+        self.notice.setText(text)
+        self.notice.show()
+        self._notice_timer.start()
 
     def open_conversations(self) -> None:
         running = self.session.journal_path if self.session.conversation is not None else None  # else: reopen it
@@ -348,6 +383,7 @@ class MainWindow(QMainWindow):
         self.chip.stop()
         self.push.stop()
         self._reading.stop()
+        self._notice_timer.stop()
         self._app.removeEventFilter(self._keys)
         self.remembered.save(self, trace_shown=self.trace_panel.isVisibleTo(self))
         self._may_close = True

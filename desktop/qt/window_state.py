@@ -1,5 +1,5 @@
-"""What the window remembers between runs (size and place, the trace panel, zoom, the talk shortcut), and
-a first size that fits the screen whatever its scaling.
+"""What the window remembers between runs (size and place, the trace panel, zoom, the talk shortcut, hands-free),
+and a first size that fits the screen whatever its scaling.
 
 Kept in `window.ini` beside the settings file (Qt's QSettings in INI format), so a `--config` elsewhere keeps
 its own, and tests never touch the user's.
@@ -42,6 +42,17 @@ class WindowState:
     @property
     def shortcut(self) -> str:
         return str(self._settings.value("talk_shortcut", DEFAULT_SHORTCUT) or DEFAULT_SHORTCUT)
+
+    @property
+    def hands_free(self) -> bool | None:
+        """Hands-free as the person last set it; None when they never did."""
+        value = self._settings.value("hands_free")
+        return None if value is None else _flag(value)
+
+    def hands_free_at_start(self, *, asked: bool, configured: bool) -> bool:
+        """Asked for (--hands-free) wins; else the person's last choice; else the settings file's default."""
+        remembered = self.hands_free
+        return asked or (configured if remembered is None else remembered)
 
     def remember(self, **values: object) -> None:
         for key, value in values.items():

@@ -7,6 +7,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, S
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import anyio
 from keyring.backend import KeyringBackend
 from PySide6.QtWidgets import QAbstractButton, QComboBox, QGroupBox, QLabel, QLineEdit, QTreeWidget, QWidget
 
@@ -14,11 +15,16 @@ from adapters.contract import CancelSignal, GenerateOptions, StreamChunk
 from desktop.model.devices import Devices
 from desktop.model.model_shelf import Shelf
 from desktop.model.session import Session
+from desktop.model.voice import SimulatedVoice, VoiceEvents
+from desktop.model.wording import microphone_failed
 from desktop.qt.window import MainWindow
+from engine.clock import MonotonicClock
 from engine.testing import FakeLlm, reply
 from engine.testing.fake_llm import Script
 
 DEVICES = Devices(["Test microphone"], ["Test speaker"])
+QUIET = microphone_failed("no audio from the input device for 1 s")
+STOPPED = microphone_failed("the input device stopped (unplugged, taken away or the sound server quit)")
 
 
 async def until(condition: Callable[[], object], within: float = 10.0, what: str = "") -> None:
@@ -112,3 +118,40 @@ def _own_texts(widget: QWidget, name: str) -> Iterator[tuple[str, str]]:
         for item in items:
             yield name, item.text(0)
             yield from ((name, item.child(j).text(0)) for j in range(item.childCount()))
+
+
+class LoadingVoice(SimulatedVoice):
+    """A microphone whose models load when the test says; it goes quiet as it closes, like a stream torn down."""
+
+    simulated = False
+
+    def __init__(self) -> None:
+        super().__init__(MonotonicClock())
+        self.loaded = anyio.Event()
+        self.events: VoiceEvents | None = None
+        self.listening = False
+
+    @asynccontextmanager
+    async def running(self, events: VoiceEvents) -> AsyncIterator[None]:
+        self.events = events
+        try:
+            yield
+        finally:
+            events.problem(STOPPED)  # the capture ends under the listener as the pipeline closes
+            self.events = None
+
+    async def models_loaded(self) -> None:
+        await self.loaded.wait()
+
+    def start_listening(self) -> None:
+        self.listening = True
+
+    def stop_listening(self) -> None:
+        self.listening = False
+
+    def quiet(self) -> None:
+        """The audio stops for a moment (a model loading starves it), then flows again."""
+        assert self.events is not None
+        self.events.problem(QUIET)
+        self.events.listening_stopped()
+        self.events.problem_cleared(QUIET.kind)

@@ -199,3 +199,26 @@ def test_the_window_never_opens_larger_than_the_screen(run: Any, qtbot: QtBot, t
             assert room.contains(window.frameGeometry().topLeft())
 
     run(reopened())
+
+
+def test_copying_the_conversation_says_so_for_a_moment(run: Any, qtbot: QtBot, tmp_path: Path) -> None:
+    session = _session(tmp_path, FakeLlm([reply("Blue.")]))
+    shown: list[str] = []
+
+    async def scenario() -> None:
+        async with running_window(session, tmp_path / "config.toml") as window:
+            QApplication.clipboard().setText("before")
+            window.menu.actions["copy"].trigger()
+            assert window.notice.isVisible()
+            assert window.notice.text() == "Nothing to copy yet"
+            assert QApplication.clipboard().text() == "before"
+            await _ask(window, "What colour is the sky?")
+            window.menu.actions["copy"].trigger()
+            assert QApplication.clipboard().text() == "You: What colour is the sky?\n\nParley: Blue.\n"
+            shown.append(window.notice.text())
+            assert window.notice.isVisible()
+            await until(lambda: not window.notice.isVisible(), what="the notice goes by itself")
+            assert window.chip.text() == "Ready"  # the chip kept saying what Parley does
+
+    run(scenario())
+    assert shown == ["Copied the conversation"]

@@ -15,7 +15,7 @@ from pytestqt.qtbot import QtBot
 from desktop.config import Config, LlmConfig
 from desktop.model.facts import Problem
 from desktop.model.session import Session
-from desktop.model.settings_rules import LIVE, RESTART, restart_needed, stale_problems
+from desktop.model.settings_rules import LIVE, RESTART, answered, restart_needed, stale_problems
 from desktop.model.voice import SimulatedVoice
 from desktop.qt.settings_dialog import LIVE_TITLE, RESTART_TITLE
 from engine.clock import MonotonicClock
@@ -183,3 +183,59 @@ def test_restart_now_closes_in_order_and_asks_to_open_again(run: Any, qtbot: QtB
             assert window.restart_requested
 
     run(scenario())
+
+
+def test_test_connection_fails_on_a_404_and_names_the_url(
+    run: Any, qtbot: QtBot, tmp_path: Path, fault_server: FaultServer, memory_keyring: MemoryKeyring
+) -> None:
+    fault_server.push(status(404, {"error": "not found"}), status(400, "bad"))
+    session = Session(_openai(fault_server), journal_dir=tmp_path, llm=FakeLlm())
+
+    async def scenario() -> None:
+        async with running_window(session, tmp_path / "config.toml") as window:
+            window.open_settings()
+            dialog = window.settings_dialog
+            assert dialog is not None
+            dialog.test_button.click()
+            await until(lambda: dialog.test_result.text().startswith(("✓", "✗")), what="tested")
+            tried = f"{fault_server.base_url}/models"
+            assert dialog.test_result.text() == f"✗ nothing answers at {tried} (HTTP 404): check the server address"
+            await until(dialog.test_button.isEnabled, what="ready to test again")
+            dialog.test_button.click()
+            await until(lambda: "HTTP 400" in dialog.test_result.text(), what="tested again")
+            assert dialog.test_result.text().startswith(f"✗ {tried} refused the request")
+            dialog.reject()
+
+    run(scenario())
+    assert [r.path for r in fault_server.requests] == ["/v1/models", "/v1/models"]
+
+
+def test_a_question_answered_by_a_404_says_the_address_may_be_wrong(
+    run: Any, qtbot: QtBot, tmp_path: Path, fault_server: FaultServer, memory_keyring: MemoryKeyring
+) -> None:
+    secret = "sk-secret-ABCDEFGHIJKLMNOP"
+    memory_keyring.store[("parley", "llm-api-key")] = secret
+    fault_server.push(status(404, {"error": {"message": "Not Found", "type": "invalid_request_error"}}))
+    session = Session(_openai(fault_server), journal_dir=tmp_path)
+
+    async def scenario() -> None:
+        async with running_window(session, tmp_path / "config.toml") as window:
+            assert session.send_text("Hello?")
+            await until(lambda: "unreachable" in window.banners.banners, what="the 404 banner")
+            words = window.banners.banners["unreachable"].label.text()
+            assert f"nothing answers at {fault_server.base_url}/chat/completions (HTTP 404)" in words
+            assert "server address may be wrong" in words
+            assert secret not in words
+            notes = [b.note for b in window.transcript_model.bubbles if b.note]
+            assert any("server address may be wrong" in note for note in notes), notes
+
+    run(scenario())
+    assert fault_server.requests[0].headers["authorization"] == f"Bearer {secret}"
+
+
+def test_only_a_success_or_a_rate_limit_passes_the_connection_test() -> None:
+    tried, shown = "https://x.invalid/v1/models", "https://x.invalid/v1"
+    verdicts = {code: answered(code, tried, shown, key_sent=True) for code in (200, 302, 400, 401, 404, 429, 502)}
+    assert {code for code, (ok, _) in verdicts.items() if ok} == {200, 429}
+    assert verdicts[404][1] == f"nothing answers at {tried} (HTTP 404): check the server address"
+    assert all(tried in verdicts[code][1] for code in (302, 400, 404))

@@ -32,6 +32,7 @@ def test_rate_limit_shows_a_live_countdown_then_speaking_then_ready(
 
     async def scenario() -> None:
         async with running_window(session, tmp_path / "config.toml") as window:
+            await until(lambda: window.chip.text() == "Ready", what="started up")
             window.chip.shown.connect(shown.append)
             assert session.send_text("Hello?")
             await until(lambda: "Retrying in 2.0 s (rate limited)" in shown, what="countdown starts at 2.0 s")
