@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import anyio
@@ -46,7 +46,9 @@ NO_ECHO = EchoEvidence()
 
 
 class Pausable(Protocol):
-    def pause(self) -> None: ...
+    def pause(self) -> float:
+        """Go silent from the next block; returns when the output is silent (clock): what it holds plays out."""
+        ...
 
     def resume(self) -> None: ...
 
@@ -120,8 +122,7 @@ class BargeInDetector:
         if self._onset is not None:
             return None
         self._signs = 1
-        self._output.pause()
-        self._onset = OnsetPaused(audio_time, self._clock.now())
+        self._onset = OnsetPaused(audio_time, self._output.pause())
         self._emit(self._onset)
         return self._onset
 
@@ -176,10 +177,10 @@ class BargeInDetector:
             return None
         now = self._clock.now()
         self._onset = None
-        self._output.pause()
+        silent = self._output.pause()
         pressed = at if at is not None else now
-        self._emit(BargeIn(pressed, "push_to_talk", now))
-        return self._confirm(BargeIn(pressed, "push_to_talk", now))
+        self._emit(BargeIn(pressed, "push_to_talk", now, silent))
+        return self._confirm(BargeIn(pressed, "push_to_talk", now, silent))
 
     async def resolve(
         self, barge_in: BargeIn, has_words: Callable[[], Awaitable[bool]]
@@ -215,7 +216,7 @@ class BargeInDetector:
 
     def _fire(self, barge_in: BargeIn, *, pause: bool = True) -> BargeIn:
         if pause:
-            self._output.pause()
+            barge_in = replace(barge_in, paused_at=self._output.pause())
         self._pending = barge_in
         self._emit(barge_in)
         return barge_in

@@ -111,6 +111,11 @@ class PlayoutCore:
         with self._lock:
             self._paused = paused
 
+    def silent_from(self, now: float) -> float:
+        """When the blocks rendered so far have played out (what follows a pause or stop is silence)."""
+        with self._lock:
+            return max(now, self.last_dac_end)
+
     @property
     def paused(self) -> bool:
         return self._paused
@@ -203,9 +208,11 @@ class CoreSink:
         the device already holds plays out, the rest is dropped). The stream never stops for it (audio.player)."""
         return self._core.stop(turn)
 
-    def pause(self) -> None:
-        """Go silent from the next block, keeping the position: `resume` goes on from the first sample unheard."""
+    def pause(self) -> float:
+        """Go silent from the next block, keeping the position: `resume` goes on from the first sample unheard.
+        Returns when the output is silent (clock): once what the device holds has played out."""
         self._core.set_paused(True)
+        return self._core.silent_from(self._clock.now())
 
     def resume(self) -> None:
         self._core.set_paused(False)

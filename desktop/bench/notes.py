@@ -37,9 +37,10 @@ def footnotes(m: Measured) -> list[str]:
         "per sentence; llm: SmolLM2 via llama.cpp, default system prompt + a question (its prefix cached after the "
         "first call).",
         "idle_cpu_pct: time.process_time of the whole process per 0.5 s while a fixture session listens in real "
-        "time to a silent mic with AEC on (20 ms frames through AEC + VAD, the sink resting after 2 s with nothing "
-        "to play as the Player does, the loudspeaker rig simulating the echo path); idle_cpu_pct_headset: the same "
-        "session without the loudspeaker rig and canceller. The VAD's energy gate keeps Silero off in a silent room.",
+        "time to a silent mic with AEC on (20 ms frames through AEC + VAD, the sink rendering no block after 2 s with "
+        "nothing to play, as the Player's callback wakes no loop; the loudspeaker rig simulating the echo path); "
+        "idle_cpu_pct_headset: the same session without the loudspeaker rig and canceller. The VAD's energy gate "
+        "keeps Silero off in a silent room.",
         _soak_note(m.soak, m.plan_soak),
         *_real_notes(m),
     ]

@@ -44,8 +44,8 @@ class _PacedSource:
 
 
 class _Output:
-    def pause(self) -> None:
-        return None
+    def pause(self) -> float:
+        return 0.0
 
     def resume(self) -> None:
         return None

@@ -24,6 +24,7 @@ class Harness:
     sink: AudioSink
     sleep: Callable[[float], Awaitable[None]]
     tolerance_ms: float
+    now: Callable[[], float]
 
 
 @asynccontextmanager
@@ -33,15 +34,15 @@ async def _harness(kind: str, request: pytest.FixtureRequest) -> AsyncIterator[H
     if kind == "fixture":
         clock = VirtualClock()
         sink, flow, tolerance = RecordingSink(clock, latency_s=0.03), clock.autojump(), 1.0
-        sleep = clock.sleep
+        sleep, now = clock.sleep, clock.now
     else:
         request.getfixturevalue("pulse")
         sink, flow, tolerance = Player("pulse"), nullcontext(), 25.0
-        sleep = SystemClock().sleep
+        sleep, now = SystemClock().sleep, SystemClock().now
     async with flow:
         await sink.start()
         try:
-            yield Harness(sink, sleep, tolerance)
+            yield Harness(sink, sleep, tolerance, now)
         finally:
             await sink.close()
 
@@ -66,8 +67,10 @@ async def test_pause_holds_the_cursor_and_resume_goes_on(kind: str, request: pyt
     async with _harness(kind, request) as h:
         h.sink.enqueue(3, "a", tone(0.6, h.sink.rate))
         await h.sleep(0.25)
-        h.sink.pause()
+        asked = h.now()
+        silent = h.sink.pause()
         held = h.sink.progress(3)["a"].handed_ms  # the device plays out what it holds, nothing more
+        assert 0.0 <= silent - asked <= h.sink.latency_s + 2 * h.sink.block_s, "silent once its buffer played"
         await h.sleep(0.2)
         assert h.sink.played_ms(3, "a") == pytest.approx(held, abs=1.0), "paused: nothing more is heard"
         assert 0.0 < held < 600.0
