@@ -122,12 +122,24 @@ class EchoPath:
     def remeasure(self, since: float) -> None:
         """Sound the path did not explain from audio time `since` on was no voice (an onset that came to nothing):
         the path may have moved (an output underrun delays everything after it), so measure the delay again at
-        once, on that sound too."""
+        once, on that sound too. A path taken for a headset's may have become a loudspeaker's (issue 37: a loopback
+        loaded mid-session was heard as the user, then cut every reply): it is forgotten, and assumed as loud as
+        the played signal again until measured."""
+        if self.delay_chunks is None and self._unfound >= NO_ECHO_AFTER:
+            self.forget()
         start = since - VAD_LAG_CHUNKS * CHUNK / RATE
         before = [at < start for at in self._chunk_at]
         self._voiced = collections.deque(map(bool.__and__, self._voiced, before), maxlen=self._voiced.maxlen)
         self._strange = collections.deque(map(bool.__and__, self._strange, before), maxlen=self._strange.maxlen)
         self._due = True
+
+    def forget(self) -> None:
+        """Start again from the worst case: no delay known, every band as loud as played."""
+        self.delay_chunks, self.calibrated = None, False
+        self.gains = np.ones(len(_BANDS))
+        self._unfound, self._unsure, self._learned = 0, None, 0
+        self._due = True
+        log.debug("echo path forgotten: assumed as loud as the played signal until measured")
 
     def _mark(self, at: float, *, voiced: bool, strange: bool) -> None:
         """A voice is no echo: its chunks are left out of the delay estimate (issue 12: a reply begun right after a

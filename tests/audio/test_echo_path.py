@@ -261,3 +261,23 @@ def test_a_path_that_moved_in_a_noisy_room_is_found_by_two_estimates_that_agree(
     delays = _delays(_noisy_move(story, 3 * RATE, len(story)), story)
     assert delays[299] == 5
     assert delays[-1] == 30
+
+
+@pytest.mark.parametrize("gain", [1.0, 0.3])
+def test_a_loudspeaker_that_appears_after_a_headset_is_followed_at_the_first_false_onset(gain: float) -> None:
+    """Issue 37: a headset's path learns there is no echo (its gains fall far); then a loopback is loaded. Its echo
+    is unexplained and pauses the reply; that onset comes to nothing (`remeasure`), and from then on the echo is
+    explained again (assumed as loud as played until measured), its delay found within the next second."""
+    path = EchoPath()
+    headset = _speechlike(3.0, 21)
+    _run(path, np.zeros_like(headset), headset)
+    assert path.delay_chunks is None
+    assert float(np.max(path.gains)) < 10 ** (-30 / 10), "a headset: no echo"
+    reply = _speechlike(0.5, 22)
+    first = _run(path, _echo(reply, gain, 0.04), reply)
+    assert max(first) > ONSET_POWER, "the new echo is unexplained: an onset"
+    path.remeasure(0.5 * len(headset) / RATE)  # the onset came to nothing
+    after = _speechlike(2.0, 23)
+    unexplained = _run(path, _echo(after, gain, 0.04), after)
+    assert max(unexplained) < ONSET_POWER, "its echo is explained from the first chunk after"
+    assert path.delay_chunks == 4

@@ -118,6 +118,60 @@ def test_on_loudspeakers_hands_free_hears_only_the_user(
     assert heard[1]["interrupted"] is False
 
 
+SHORT_STORY = STORY.split(". ")[0] + ". The ships passed safely all night, and the keeper slept at dawn."
+WEATHER = "It is sunny and warm today, with a light breeze from the sea and a few clouds in the afternoon."
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("gain_db", [0.0, -10.0])
+def test_loudspeakers_that_appear_mid_session_are_followed(
+    run: Any, tmp_path: Path, pulse: pulse_kit.Pulse, gain_db: float, debug_log: Path
+) -> None:
+    """Issue 37: started on a headset (no echo: the path learns so), the loudspeaker is looped into the microphone
+    mid-session, then taken away again. No turn of Parley's own voice, no reply cut or muted, either way."""
+    config = replace(Config(), audio=replace(AudioConfig(), input_device="pulse", output_device="pulse"))
+    voice, _ = voice_for(Namespace(fixture=None), config)
+    assert isinstance(voice, LiveVoice)
+    answers = [("weather", reply(WEATHER)), ("story", reply(SHORT_STORY, delay=0.01)), ("plus", reply("Two."))]
+    session = Session(config, journal_dir=tmp_path, voice=voice, llm=AnswersByContent(answers, NEVER_ASKED),
+                      clock=MonotonicClock())  # fmt: skip
+    loaded: list[str] = []
+
+    async def ask(window: Any, wav: str, turn: int) -> None:
+        asking = pulse_kit.play_into(pulse.micwire, fixture(wav))
+        assert await asyncio.to_thread(asking.wait, 30) == 0
+        bubble = await _bubble(window, turn)
+        await until(lambda: bubble.settled, within=STEP_S, what=f"reply {turn} spoken to the end")
+
+    async def scenario() -> None:
+        async with running_window(session, tmp_path / "config.toml") as window:
+            try:
+                await until(lambda: not window.banners.loading.loading, within=90, what="Whisper and Piper loaded")
+                session.set_hands_free(True)
+                await ask(window, "whats_the_weather.wav", 1)  # a headset: the path learns there is no echo
+                loaded.append(load_loopback(pulse, 40, gain_db))
+                await ask(window, "tell_a_story.wav", 2)
+                unload_loopback(pulse, loaded.pop())
+                await ask(window, "what_is_two_plus_two.wav", 3)
+            except AssertionError:
+                _dump_stacks(debug_log)
+                raise
+
+    try:
+        run(scenario(), within=280)
+    finally:
+        for module in loaded:
+            unload_loopback(pulse, module)
+    events = read_events(session.journal_path)
+    users = [e["text"] for e in events if e["type"] == "user/message"]
+    assert len(users) == 3, f"turns the user never took: {users}"
+    assert [e["outcome"] for e in events if e["type"] == "turn/end"] == ["completed"] * 3
+    assert not [e for e in events if e["type"] == "barge_in/confirmed"], "Parley interrupted itself"
+    heard = [(e["text"], e["interrupted"]) for e in events if e["type"] == "assistant/message"]
+    assert heard == [(WEATHER, False), (SHORT_STORY, False), ("Two.", False)], "a reply cut or muted"
+
+
 async def _bubble(window: Any, turn: int) -> Any:
     await until(lambda: window.transcript_model.assistant(turn) is not None, within=STEP_S, what=f"reply {turn}")
     return window.transcript_model.assistant(turn)
