@@ -238,6 +238,8 @@ class EchoPath:
         elif correlation >= DELAY_MIN_CORRELATION:
             if delay != self.delay_chunks:
                 log.debug("echo path delay %s -> %d chunks (correlation %.2f)", self.delay_chunks, delay, correlation)
+            if self.delay_chunks is None and self._unfound >= NO_ECHO_AFTER:
+                self.forget()  # an echo where a headset had none: its gains, learned far down, say nothing of it
             self.delay_chunks = delay
             self._unfound = 0
         else:

@@ -281,3 +281,15 @@ def test_a_loudspeaker_that_appears_after_a_headset_is_followed_at_the_first_fal
     unexplained = _run(path, _echo(after, gain, 0.04), after)
     assert max(unexplained) < ONSET_POWER, "its echo is explained from the first chunk after"
     assert path.delay_chunks == 4
+
+
+def test_an_echo_found_where_a_headset_had_none_is_explained_within_a_second() -> None:
+    """The same, with no onset to resolve (the VAD took the echo for a voice): the delay estimate finds the new
+    path, and its gains start again from the worst case instead of the headset's."""
+    path = EchoPath()
+    headset = _speechlike(3.0, 24)
+    _run(path, np.zeros_like(headset), headset)
+    reply = _speechlike(3.0, 25)
+    unexplained = _run(path, _echo(reply, 0.5, 0.04), reply)
+    assert path.delay_chunks == 4
+    assert max(unexplained[100:]) < ONSET_POWER, "explained from the first second on"

@@ -6,6 +6,7 @@ conversation ends with exactly the user's two turns, whatever of Parley's own vo
 from __future__ import annotations
 
 import asyncio
+import collections
 import faulthandler
 import logging
 from argparse import Namespace
@@ -170,6 +171,10 @@ def test_loudspeakers_that_appear_mid_session_are_followed(
     assert not [e for e in events if e["type"] == "barge_in/confirmed"], "Parley interrupted itself"
     heard = [(e["text"], e["interrupted"]) for e in events if e["type"] == "assistant/message"]
     assert heard == [(WEATHER, False), (SHORT_STORY, False), ("Two.", False)], "a reply cut or muted"
+    paused = [e["turn"] for e in events if e["type"] == "barge_in/onset_paused"]
+    report(f"loudspeaker appearing at {gain_db:g} dB: onset pauses per turn {collections.Counter(paused)}")
+    assert paused.count(2) <= 2, "the story paused on its own echo again and again"
+    assert paused.count(3) == 0
 
 
 async def _bubble(window: Any, turn: int) -> Any:
