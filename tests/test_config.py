@@ -157,3 +157,12 @@ def test_a_device_may_be_given_by_its_index(tmp_path: Path) -> None:
         load(_write(tmp_path, "[audio]\ninput_device = -1\n"), env={})
     with pytest.raises(ConfigError, match="input_device"):
         load(_write(tmp_path, "[audio]\ninput_device = true\n"), env={})
+
+
+def test_the_summary_names_the_model_that_runs(tmp_path: Path) -> None:
+    """The embedded provider's session/start named the remote default, gpt-4o-mini (issue 39)."""
+    assert (Config().summary()["llm_model"], Config().summary()["llm_base_url"]) == ("SmolLM2-135M-Instruct", None)
+    mine = _write(tmp_path, '[llm]\nlocal_model_path = "/models/qwen2.5-0.5b.gguf"\n')
+    assert load(mine, env={}).summary()["llm_model"] == "qwen2.5-0.5b"
+    remote = _write(tmp_path, '[llm]\nprovider = "openai"\nmodel = "gpt-4.1-mini"\n')
+    assert load(remote, env={}).summary()["llm_model"] == "gpt-4.1-mini"
