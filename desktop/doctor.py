@@ -19,7 +19,7 @@ from audio.devices import list_devices, resolve_device
 from audio.events import AudioError
 from audio.vad import SileroModel
 from desktop.config import Config
-from desktop.providers.checks import check_server
+from desktop.providers.checks import answered, check_server
 from desktop.providers.table import base_url_for, provider_named
 
 
@@ -152,4 +152,4 @@ def _provider(config: Config) -> Check:
     if status == 407:
         return Check("LLM provider", False, f"{shown}: the proxy wants credentials; set {route.because} to "
                      "http://user:password@host:port")  # fmt: skip
-    return Check("LLM provider", status < 500, f"{shown} answered HTTP {status}")
+    return Check("LLM provider", *answered(status, shown, shown, key_sent=key is not None))

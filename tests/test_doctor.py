@@ -53,8 +53,17 @@ def test_the_provider_check_keeps_the_urls_query_and_shows_no_credential(fault_s
     ok, detail = _by_name(config)["LLM provider"]
     assert ok, detail
     assert "SECRET" not in detail
-    assert "/v1/models?api-key=[redacted]&api-version=1 answered HTTP 200" in detail
+    assert "/v1/models?api-key=[redacted]&api-version=1 answered (HTTP 200)" in detail
     assert fault_server.requests[0].path == "/v1/models?api-key=qs-SECRET&api-version=1"
+
+
+def test_a_wrong_server_address_fails_and_is_named(fault_server: FaultServer) -> None:
+    """A 404 passed as "answered HTTP 404" (issue 37): nothing Parley needs is at that address."""
+    fault_server.push(status(404, {"error": "not found"}))
+    config = replace(Config(), llm=LlmConfig(provider="openai", base_url=fault_server.base_url + "/wrong"))
+    ok, detail = _by_name(config)["LLM provider"]
+    assert not ok
+    assert f"nothing answers at {fault_server.base_url}/wrong/models (HTTP 404)" in detail
 
 
 def test_devices_table_is_one_readable_answer() -> None:

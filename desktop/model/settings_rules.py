@@ -19,7 +19,7 @@ from adapters.llm.proxy import ProxySettingError, proxy_for
 from adapters.llm.secret import Secret, redact_url
 from adapters.tts.piper_voice import check_voice_files
 from desktop.config import Config, ConfigError, validate
-from desktop.providers.checks import check_server
+from desktop.providers.checks import answered, check_server
 from desktop.providers.table import base_url_for, provider_named
 
 LIVE = frozenset(
@@ -122,20 +122,3 @@ def try_connection(config: Config, key: Secret | None) -> tuple[bool, str]:
     except httpx.HTTPError as error:
         return False, f"{shown} cannot be reached ({type(error).__name__}); check the server address and the server"
     return answered(response.status_code, redact_url(url), shown, key_sent=key is not None)
-
-
-def answered(status: int, tried: str, shown: str, *, key_sent: bool) -> tuple[bool, str]:
-    """(ok, words) for the status the models endpoint `tried` gave: only a success or a rate limit passes."""
-    if status in (401, 403):
-        return False, f"{shown} answered, but refused the API key (HTTP {status})"
-    if status == 429:
-        return True, f"{shown} answered, but asks to slow down (HTTP 429); try again in a moment"
-    if status == 404:
-        return False, f"nothing answers at {tried} (HTTP 404): check the server address"
-    if 300 <= status < 400:
-        return False, f"{tried} sends Parley elsewhere (HTTP {status}): check the server address"
-    if 400 <= status < 500:
-        return False, f"{tried} refused the request (HTTP {status}): check the server address"
-    if status >= 500:
-        return False, f"{shown} answered with a server error (HTTP {status})"
-    return True, f"{shown} answered (HTTP {status})" + ("" if key_sent else "; no API key was sent")

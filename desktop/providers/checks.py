@@ -1,5 +1,5 @@
-"""Whether the configured server on this computer is there and offers the configured model, in one line
-(`parley doctor` and Settings' Test connection)."""
+"""Whether the configured server on this computer is there and offers the configured model, and what a remote
+provider's answer means, in one line (`parley doctor` and Settings' Test connection)."""
 
 from __future__ import annotations
 
@@ -39,3 +39,20 @@ def check_server(llm: LlmConfig) -> tuple[bool, str]:
 
 def _short(provider: Provider) -> str:
     return provider.label.split(" (")[0]
+
+
+def answered(status: int, tried: str, shown: str, *, key_sent: bool) -> tuple[bool, str]:
+    """(ok, words) for the status the models endpoint `tried` gave: only a success or a rate limit passes."""
+    if status in (401, 403):
+        return False, f"{shown} answered, but refused the API key (HTTP {status})"
+    if status == 429:
+        return True, f"{shown} answered, but asks to slow down (HTTP 429); try again in a moment"
+    if status == 404:
+        return False, f"nothing answers at {tried} (HTTP 404): check the server address"
+    if 300 <= status < 400:
+        return False, f"{tried} sends Parley elsewhere (HTTP {status}): check the server address"
+    if 400 <= status < 500:
+        return False, f"{tried} refused the request (HTTP {status}): check the server address"
+    if status >= 500:
+        return False, f"{shown} answered with a server error (HTTP {status})"
+    return True, f"{shown} answered (HTTP {status})" + ("" if key_sent else "; no API key was sent")
