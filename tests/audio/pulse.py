@@ -30,7 +30,7 @@ MICWIRE = f"micwire_{os.getpid()}"
 SINKS = (SPEAKER, MICWIRE)
 RUNTIME = Path(os.environ.get("PARLEY_PULSE_RUNTIME") or f"/tmp/parley-pulse-{os.getuid()}")
 SESSION_SINK = re.compile(r"(?:speaker|micwire)_(\d+)")
-KEEPERS: dict[str, subprocess.Popen[bytes]] = {}  # per sink of this process: a client asking for low latency
+STARTED: list[Pulse] = []  # the kits this process started (and has not stopped): they own the keepers
 
 
 def pactl(*args: str, check: bool = True) -> str:
@@ -58,6 +58,7 @@ class Pulse:
     speaker: str = SPEAKER
     micwire: str = MICWIRE
     modules: list[str] = field(default_factory=list)
+    keepers: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)  # per sink: asks for low latency
     started: int | None = None  # the server's pid when this session started it
 
     def load(self, *args: str) -> str:
@@ -91,7 +92,8 @@ def start() -> Pulse:
         for sink in SINKS:
             pulse.load("module-null-sink", f"sink_name={sink}")
     # a null sink renders in 2 s blocks unless a client asks for low latency: keep one asking on each monitor
-    KEEPERS.update((sink, _keeper(sink)) for sink in SINKS)
+    pulse.keepers.update((sink, _keeper(sink)) for sink in SINKS)
+    STARTED.append(pulse)
     _poll(lambda: all(lat < 100_000 for lat in sink_latencies_us().values()), 10, "low-latency null sinks")
     os.environ["PULSE_SINK"] = SPEAKER
     os.environ["PULSE_SOURCE"] = f"{MICWIRE}.monitor"
@@ -109,14 +111,16 @@ def _keeper(sink: str) -> subprocess.Popen[bytes]:
 def headset(pulse: Pulse) -> Iterator[None]:
     """The speaker as a headset's sink on a desktop: no client but the player asks it for low latency (nothing
     records its monitor, no loopback), so an idle sink renders 2 s ahead, as the sound server's default is."""
-    keeper = KEEPERS.pop(pulse.speaker)
-    keeper.terminate()
-    keeper.wait(timeout=10)
+    owners = [started for started in STARTED if pulse.speaker in started.keepers]
+    for owner in owners:
+        owner.keepers[pulse.speaker].terminate()
+        owner.keepers[pulse.speaker].wait(timeout=10)
     try:
         _poll(lambda: sink_latencies_us(configured=True)[pulse.speaker] >= 1_000_000, 10, "the speaker's sink to idle")
         yield
     finally:
-        KEEPERS[pulse.speaker] = _keeper(pulse.speaker)
+        for owner in owners:
+            owner.keepers[pulse.speaker] = _keeper(pulse.speaker)
         _poll(lambda: sink_latencies_us()[pulse.speaker] < 100_000, 10, "the speaker's sink at low latency again")
 
 
@@ -136,7 +140,9 @@ def sink_latencies_us(*, configured: bool = False) -> dict[str, int]:
 
 def stop(pulse: Pulse) -> None:
     """Stop our keepers, unload our modules, and stop the server if we started it and nobody else uses it."""
-    for keeper in [KEEPERS.pop(sink) for sink in SINKS if sink in KEEPERS]:
+    if pulse in STARTED:
+        STARTED.remove(pulse)
+    for keeper in pulse.keepers.values():
         keeper.terminate()
         keeper.wait(timeout=10)
     for module in reversed(pulse.modules):

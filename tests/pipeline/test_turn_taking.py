@@ -24,7 +24,7 @@ from desktop.config import AudioConfig
 from desktop.pipeline.devices import fixture_devices
 from desktop.pipeline.scenario_play import Stage, poll, until_quiet
 from desktop.pipeline.voice import open_pipeline
-from engine.conversation import EngineParts, open_conversation
+from engine.conversation import GOING_ON_S, EngineParts, open_conversation
 from engine.journal import Journal, read_events
 from engine.testing import FakeLlm, VirtualClock, reply
 from engine.testing.fake_llm import Pause
@@ -184,15 +184,31 @@ async def test_going_on_before_the_reply_is_heard_reopens_the_turn(tmp_path: Pat
         assert "ttfa_ms" in r.of("metrics/turn")[0]
 
 
-async def test_a_reply_heard_before_the_speaker_goes_on_is_interrupted_not_reopened(tmp_path: Path) -> None:
+async def test_a_reply_just_begun_when_the_speaker_goes_on_is_taken_back(tmp_path: Path) -> None:
+    """The reply is audible within the 0.8 s pause, a word or two of it before the speaker goes on: they were
+    going on, not answering it (engine.conversation.GOING_ON_S). One turn with the whole sentence."""
     heard = ByLength([(0.0, "Tell me about Rome."), (2.0, ROME)])
     async with rig(tmp_path, heard, probability=0.9) as r:
         story = reply("Once upon a time there was a dragon who wanted to fly over the mountains. " * 4)
         r.llm._scripts[:0] = [story, story]
-        r.say("rome_about")  # the reply is audible within the 0.8 s pause
+        r.say("rome_about")
+        await until_quiet(r.stage)
+        assert r.stage.binding.metrics.first_audible.get(1) is not None, "the first reply was audible"
+        assert [e["outcome"] for e in r.of("turn/end")] == ["completed"]
+        assert [e["text"] for e in r.of("user/message")] == [ROME]
+        assert [e["requests"] for e in r.of("llm/withdrawn")] == [1]
+
+
+async def test_a_reply_heard_as_an_answer_is_interrupted_not_reopened(tmp_path: Path) -> None:
+    """Speaking again once the going-on time has passed, over a reply being heard, is interrupting it."""
+    async with rig(tmp_path, ByLength([(0.0, WEATHER)]), probability=0.9) as r:
+        story = reply("Once upon a time there was a dragon who wanted to fly over the mountains. " * 4)
+        r.llm._scripts[:0] = [story, story]
+        ended = r.say("q_weather")
+        r.say("q_two_plus_two", after_s=ended + GOING_ON_S + 0.5 - r.stage.clock.now())
         await until_quiet(r.stage)
         assert [e["outcome"] for e in r.of("turn/end")] == ["aborted", "completed"]
-        assert len(r.of("user/message")) == 2, "the first words were answered (and heard): they stay a turn"
+        assert len(r.of("user/message")) == 2, "the first question was answered (and heard): it stays a turn"
         assert not r.of("llm/withdrawn")
 
 
