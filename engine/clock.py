@@ -92,7 +92,8 @@ class SkippingClock:
     async def _jump_forever(self, busy: Callable[[], bool]) -> None:
         while True:
             await settle()
-            self._wake_due()
+            if self._wake_due():
+                continue  # let those woken run before time moves on (real time had made them due)
             deadline = self.next_deadline()
             if deadline is None or busy():
                 self._new_sleeper.clear()
@@ -106,12 +107,15 @@ class SkippingClock:
         self._offset += max(0.0, at - self.now())
         self._wake_due()
 
-    def _wake_due(self) -> None:
-        now = self.now()
+    def _wake_due(self) -> int:
+        """Wake every sleeper due by now; how many were woken."""
+        now, woken = self.now(), 0
         while self._sleepers and self._sleepers[0][0] <= now:
             _, _, future = heapq.heappop(self._sleepers)
             if not future.done():
                 future.set_result(None)
+                woken += 1
+        return woken
 
 
 async def settle(rounds: int = 50) -> None:

@@ -468,8 +468,9 @@ class VoicePipeline:
         return self._speaker_on and self.devices.sink.failure is None and self._voice_loaded
 
     def _first_audio(self, turn: int, queued_at: float, synth_ms: float) -> None:
-        if self._binding is not None and self._tasks is not None:
-            self._tasks.start(self._first_audible, self._binding.metrics, turn, synth_ms, name=f"first-audible-{turn}")
+        tasks = self._tasks
+        if self._binding is not None and tasks is not None and not tasks.cancelled:  # not while the pipeline closes
+            tasks.start(self._first_audible, self._binding.metrics, turn, synth_ms, name=f"first-audible-{turn}")
 
     async def _first_audible(self, metrics: SessionMetrics, turn: int, synth_ms: float) -> None:
         """ttfa ends at the device's stamp of the turn's first sample, once a block holding it is rendered, not at
