@@ -76,7 +76,7 @@ async def _when(stage: Stage, say: Say, previous: float) -> tuple[float, str | N
         return stage.clock.now() + say.seconds, "the previous utterance started no turn; delivered after the quiet"
     if say.timing == "after_reply_starts":
         audible = await poll(stage.clock, lambda: _audible_or_ended(stage, turn))
-        if turn not in metrics.first_audible:
+        if stage.binding.first_heard(turn) is None and turn not in metrics.first_audible:
             outcome = metrics.ended[turn].outcome
             return audible + say.seconds, f"turn {turn} ended {outcome} before its reply started; delivered after"
         return audible + say.seconds, None
