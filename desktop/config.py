@@ -238,7 +238,7 @@ def validate(config: Config, where: str, names: Mapping[str, str] | None = None)
         known = ", ".join(repr(name) for name in provider_names())
         raise ConfigError(f"{where}: llm provider {config.llm.provider!r} is unknown; use one of {known}")
     if provider.over_http:
-        _check_url(base_url_for(config.llm), where)
+        check_url(base_url_for(config.llm), where)
     for (section, key), bounds in NUMBERS.items():
         value = getattr(getattr(config, section), key)
         if not bounds.holds(value):
@@ -247,16 +247,17 @@ def validate(config: Config, where: str, names: Mapping[str, str] | None = None)
     return config
 
 
-def _check_url(raw: str, where: str) -> None:
+def check_url(raw: str, where: str, name: str = "llm base_url") -> None:
+    """A usable http(s) address with a host, or a ConfigError calling it `name` (the file's key, or a label)."""
     url = redact_url(raw)  # the message may reach a log or a banner: no password or key in it
     if not raw.startswith(("http://", "https://")):
-        raise ConfigError(f"{where}: llm base_url {url!r} must start with http:// or https://")
+        raise ConfigError(f"{where}: {name} {url!r} must start with http:// or https://")
     try:
         host = httpx.URL(raw).host
     except httpx.InvalidURL as error:
-        raise ConfigError(f"{where}: llm base_url {url!r} is not a valid URL ({error}); fix it") from None
+        raise ConfigError(f"{where}: {name} {url!r} is not a valid address ({error}); fix it") from None
     if not host:
-        raise ConfigError(f"{where}: llm base_url {url!r} names no host; e.g. https://api.openai.com/v1")
+        raise ConfigError(f"{where}: {name} {url!r} names no host; e.g. https://api.openai.com/v1")
 
 
 def with_llm(config: Config, **changes: Any) -> Config:

@@ -87,7 +87,7 @@ def test_file_then_environment_then_flags(tmp_path: Path) -> None:
         ("[llm]\nretries=-1\n", "retries = -1 is out of range; give a whole number >= 0"),
         ("[llm]\nretries=99999999999\n", "retries = 99999999999 is out of range"),
         ("llm = 5\n", "llm = 5 must be a table: write [llm]"),
-        ("[llm]\nprovider='openai'\nbase_url='http://[::1/v1'\n", "is not a valid URL"),
+        ("[llm]\nprovider='openai'\nbase_url='http://[::1/v1'\n", "is not a valid address"),
         ("[llm]\nprovider='openai'\nbase_url='https://'\n", "names no host"),
         ("audio = 'loud'\n", "audio = 'loud' must be a table"),
         ("[llm]\nmax_tokens=0\n", "max_tokens = 0 is out of range; give a whole number of tokens"),

@@ -18,7 +18,7 @@ from adapters.llm.openai_compat import endpoint
 from adapters.llm.proxy import ProxySettingError, proxy_for
 from adapters.llm.secret import Secret, redact_url
 from adapters.tts.piper_voice import check_voice_files
-from desktop.config import Config, ConfigError, validate
+from desktop.config import Config, ConfigError, check_url, validate
 from desktop.providers.checks import answered, check_server
 from desktop.providers.table import base_url_for, provider_named
 
@@ -88,18 +88,8 @@ def check(config: Config, where: str = "Settings") -> Config:
 def _check_address(config: Config, where: str) -> None:
     """The server address as desktop.config checks it, in the dialog's words rather than the file's keys."""
     provider = provider_named(config.llm.provider)
-    if provider is None or not provider.over_http:
-        return
-    raw = base_url_for(config.llm)
-    shown = redact_url(raw)  # the message is shown: no password or key in it
-    if not raw.startswith(("http://", "https://")):
-        raise ConfigError(f"{where}: the server address {shown!r} must start with http:// or https://")
-    try:
-        host = httpx.URL(raw).host
-    except httpx.InvalidURL as error:
-        raise ConfigError(f"{where}: the server address {shown!r} is not a valid address ({error}); fix it") from None
-    if not host:
-        raise ConfigError(f"{where}: the server address {shown!r} names no host; e.g. https://api.openai.com/v1")
+    if provider is not None and provider.over_http:
+        check_url(base_url_for(config.llm), where, "the server address")
 
 
 def try_connection(config: Config, key: Secret | None) -> tuple[bool, str]:
