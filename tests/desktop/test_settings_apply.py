@@ -29,6 +29,14 @@ def _openai(server: FaultServer) -> Config:
     return replace(Config(), llm=LlmConfig(provider="openai", base_url=server.base_url, model="fault-1"))
 
 
+def _settings(window: Any) -> Any:
+    """The Settings dialog, opened."""
+    window.open_settings()
+    dialog = window.settings_dialog
+    assert dialog is not None
+    return dialog
+
+
 def test_every_setting_is_either_live_or_needs_a_restart() -> None:
     every = {
         f"{section.name}.{f.name}" for section in fields(Config()) for f in fields(getattr(Config(), section.name))
@@ -72,9 +80,7 @@ def test_a_model_path_that_does_not_exist_stays_in_the_dialog(run: Any, qtbot: Q
 
     async def scenario() -> None:
         async with running_window(session, path) as window:
-            window.open_settings()
-            dialog = window.settings_dialog
-            assert dialog is not None
+            dialog = _settings(window)
             dialog.voice_path.setText(str(tmp_path / "nowhere.onnx"))
             dialog.save()
             assert dialog.isVisible()
@@ -121,9 +127,7 @@ def test_without_a_keyring_the_other_settings_are_saved_and_the_key_has_a_place_
 
         async def scenario() -> None:
             async with running_window(session, path) as window:
-                window.open_settings()
-                dialog = window.settings_dialog
-                assert dialog is not None
+                dialog = _settings(window)
                 dialog.max_tokens.setValue(120)
                 dialog.provider.setCurrentIndex(dialog.provider.findData("openai"))
                 qtbot.keyClicks(dialog.api_key, "sk-test-ABCDEFGHIJKLMNOP")
@@ -149,9 +153,7 @@ def test_test_connection_asks_the_provider_with_the_typed_key(
 
     async def scenario() -> None:
         async with running_window(session, tmp_path / "config.toml") as window:
-            window.open_settings()
-            dialog = window.settings_dialog
-            assert dialog is not None
+            dialog = _settings(window)
             dialog.api_key.setText("sk-wrong-ABCDEFGHIJKLMNOP")
             dialog.test_button.click()
             await until(lambda: dialog.test_result.text().startswith("✗"), what="refused")
@@ -193,9 +195,7 @@ def test_test_connection_fails_on_a_404_and_names_the_url(
 
     async def scenario() -> None:
         async with running_window(session, tmp_path / "config.toml") as window:
-            window.open_settings()
-            dialog = window.settings_dialog
-            assert dialog is not None
+            dialog = _settings(window)
             dialog.test_button.click()
             await until(lambda: dialog.test_result.text().startswith(("✓", "✗")), what="tested")
             tried = f"{fault_server.base_url}/models"
