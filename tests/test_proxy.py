@@ -212,7 +212,7 @@ def test_doctor_names_the_proxy_it_uses_without_its_password(
     server.push(faults.status(200, {"data": []}))
     checks = _doctor(server)
     assert checks["LLM proxy"] == (True, f"{server.base_url} is reached through proxy {proxy.url()} (from HTTP_PROXY)")
-    assert checks["LLM provider"] == (True, f"{server.base_url}/models answered HTTP 200")
+    assert checks["LLM provider"] == (True, f"{server.base_url}/models answered (HTTP 200); no API key was sent")
     assert [r.uri for r in proxy.requests] == [f"{server.base_url}/models"]
     assert PASSWORD not in repr(checks)
 
