@@ -5,6 +5,11 @@ An energy gate keeps a silent room cheap: after `gate_hold_ms` of windows quiete
 any speech Silero would hear at a real microphone) the model is not run and the windows count as silence;
 the first louder window resets the model and replays the last quiet windows into it, so its onset is judged
 from the same recurrent context as without the gate.
+
+A level floor keeps what follows a person's words from prolonging them: a window far under the loudest of their
+own recent speech (a breath in after a sentence) goes on a silence that has begun even where Silero hears voice,
+and starts no speech, so the pause that asks "is the turn over?" opens when the words end, not after the breath. The peak rises only
+on the user's speech (not while a reply plays, when the room may hold Parley's echo) and falls away in silence.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from audio.ports import RATE, Frame
 WINDOW = 512  # samples at 16 kHz (32 ms), what Silero v5/v6 expects
 CONTEXT = 64  # samples of the previous window prepended to each window
 WINDOW_MS = WINDOW * 1000 / RATE
+FAINT_GOES_ON_AFTER = 2  # silent windows after which a faint one goes on the silence (the early pass's start)
 WARM_WINDOWS = 4  # quiet windows replayed into a reset model when the gate opens (128 ms)
 
 
@@ -79,6 +85,8 @@ class VadConfig:
     min_silence_ms: float = 300.0  # silence must last this long before SpeechEnded (the hangover)
     gate_dbfs: float | None = -60.0  # windows quieter than this may skip the model (None: never)
     gate_hold_ms: float = 500.0  # ... once the quiet has lasted this long outside speech
+    floor_below_peak_db: float | None = 30.0  # windows this far under the speech peak are silence (None: never)
+    floor_decay_db_per_s: float = 3.0  # the peak falls this fast, so the floor is gone after a few silent seconds
 
 
 class Vad:
@@ -102,6 +110,7 @@ class Vad:
         self.model_calls = 0  # windows the model judged
         self.gated_windows = 0  # windows the gate counted as silence without the model
         self.may_gate = True  # the owner's say: the room may be idle (False while a reply plays or echoes)
+        self._peak_db = -math.inf  # the loudest window of the user's recent speech, decaying (the level floor)
 
     @property
     def speaking(self) -> bool:
@@ -131,6 +140,7 @@ class Vad:
         self._run_windows = 0
         self._quiet.clear()
         self._quiet_ms, self._gated = 0.0, False
+        self._peak_db = -math.inf
 
     def feed(self, frame: Frame) -> list[SpeechStarted | SpeechEnded]:
         if len(self._pending) == 0:
@@ -142,7 +152,8 @@ class Vad:
             at = self._pending_at
             self._pending_at += WINDOW / RATE
             self.processed_until = self._pending_at
-            event = self._step(self._judge(window), at)
+            probability = self._judge(window)
+            event = self._step(probability, at, faint=self._faint(window, probability))
             if event is not None:
                 events.append(event)
         return events
@@ -163,6 +174,17 @@ class Vad:
             return 0.0
         return self._infer(window)
 
+    def _faint(self, window: np.ndarray, probability: float) -> bool:
+        """Far under the user's recent speech peak (a breath, a room's tail); the peak follows their voice."""
+        below = self.config.floor_below_peak_db
+        if below is None:
+            return False
+        level = _dbfs(window)
+        self._peak_db -= self.config.floor_decay_db_per_s * WINDOW_MS / 1000
+        if probability >= self.config.threshold and self.may_gate and level >= self._peak_db - below:
+            self._peak_db = max(self._peak_db, level)
+        return level < self._peak_db - below
+
     def _reopen(self) -> None:
         """Sound after a gated silence: a fresh model state, warmed on the quiet just before it."""
         self._gated = False
@@ -175,16 +197,21 @@ class Vad:
         self.model_calls += 1
         return self._model.probability(window)
 
-    def _step(self, probability: float, at: float) -> SpeechStarted | SpeechEnded | None:
+    def _step(self, probability: float, at: float, *, faint: bool = False) -> SpeechStarted | SpeechEnded | None:
+        """`faint` windows never start speech, and go on a silence Silero has heard for FAINT_GOES_ON_AFTER windows
+        (they start none: the soft gaps between words stay bridged by its hysteresis, and are never told)."""
         self.last_probability = probability
         config = self.config
         low = config.neg_threshold if config.neg_threshold is not None else max(config.threshold - 0.15, 0.01)
         voiced = probability >= config.threshold or (self.voiced_ms > 0 and probability >= low)
         self.voiced_ms = self.voiced_ms + WINDOW * 1000 / RATE if voiced else 0.0
         # in silence, a run counts speech windows; in speech, a run counts silent windows
-        hit = probability >= config.threshold if not self._speaking else probability < low
+        if self._speaking:
+            hit = probability < low or (faint and self._run_windows >= FAINT_GOES_ON_AFTER)
+        else:
+            hit = probability >= config.threshold and not faint
         if not hit:
-            if self._speaking or probability < low:
+            if self._speaking or probability < low or faint:
                 self._run_start, self._run_windows = None, 0
             return None
         if self._run_start is None:

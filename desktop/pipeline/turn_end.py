@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from adapters.contract.speech_io import Samples
 from adapters.contract.turn import EndOfTurnModel
 from audio.endpoint import CheckTurn, Decision, EndpointConfig, TurnEnded, TurnResumed
 from audio.events import SpeechEnded, SpeechStarted
@@ -83,17 +84,24 @@ class TurnEnd:
             self._run(pause, WORDS, self._speculate, utterance, pause, name="speculative-asr")
         model = self._turn_taking().model
         if model is not None:
-            self._run(pause, MODEL, self._ask_model, utterance, pause, model, name="end-of-turn-model")
+            audio = utterance.transcript.audio()  # what it hears: the pause as long as it is now
+            self._run(pause, MODEL, self._ask_model, utterance, pause, model, audio, name="end-of-turn-model")
 
-    async def _ask_model(self, utterance: Utterance, pause: Pause, model: EndOfTurnModel) -> None:
-        probability = await model.predict(utterance.transcript.audio(), pause.signal)
+    async def _ask_model(self, utterance: Utterance, pause: Pause, model: EndOfTurnModel, audio: Samples) -> None:
+        """After the pause's final pass: its words lead to the reply, the model's answer only to the decision, so
+        Whisper gets both cores to itself."""
+        await pause.passed.wait()
+        probability = await model.predict(audio, pause.signal)
         if utterance.policy is not None:
             self._apply(utterance, utterance.policy.model_said(pause.number, probability))
 
     async def _speculate(self, utterance: Utterance, pause: Pause) -> None:
         """The final pass at the pause; its words go to the policy, and the conversation reads their request."""
         started = self._clock.now()
-        words = await utterance.transcript.speculate(pause.signal, pause.since)
+        try:
+            words = await utterance.transcript.speculate(pause.signal, pause.since)
+        finally:
+            pause.passed.set()
         pause.words, pause.words_at = words, self._clock.now()
         pause.asr_ms = round((pause.words_at - started) * 1000, 1)
         said = says_something(words)

@@ -50,6 +50,7 @@ class Pause:
         self.words_at: float | None = None
         self.asr_ms: float | None = None
         self.speculation: Speculation | None = None
+        self.passed = anyio.Event()  # the final pass has ended (with words or not)
         self.dropped = False
         self._scopes: dict[anyio.CancelScope, str] = {}
 

@@ -235,3 +235,42 @@ async def test_without_echo_protection_only_push_to_talk_interrupts() -> None:
     assert detector.advance(clock.now(), 200.0) is None
     assert isinstance(detector.push_to_talk(), BargeInConfirmed)
     await sink.close()
+
+
+def _ended_after(audio: np.ndarray, config: VadConfig) -> float:
+    """Seconds from the clip's start to where the VAD placed its last silence (the start of SpeechEnded)."""
+    padded = np.concatenate([np.zeros(RATE // 2, np.float32), audio, np.zeros(RATE, np.float32)])
+    vad = Vad(config)
+    ended = [e for f in _frames(padded, at=0.0) for e in vad.feed(f) if isinstance(e, SpeechEnded)]
+    return ended[-1].at - 0.5
+
+
+def test_a_breath_after_the_words_does_not_hold_the_pause_shut() -> None:
+    """A real speaker breathes in after the last word (-35 dB under their voice, and Silero calls it
+    speech): the level floor opens the pause where the words end, so the end of turn is not asked 0.2 s late."""
+    from desktop.bench.real_speech import sentences
+    from desktop.bench.signals import offset_s
+
+    clip = next(c for c in sentences() if c.name == "spk2_snt5")
+    words_end = offset_s(clip.audio, RATE)
+    assert words_end is not None
+    floored = _ended_after(clip.audio, VadConfig(min_silence_ms=100))
+    unfloored = _ended_after(clip.audio, VadConfig(min_silence_ms=100, floor_below_peak_db=None))
+    assert floored - words_end < 0.08
+    assert unfloored - words_end > 0.15  # the breath, as Silero alone hears it
+
+
+@pytest.mark.parametrize(("loud_while_a_reply_plays", "soft_heard"), [(True, True), (False, False)])
+def test_the_floor_follows_the_users_voice_not_a_reply(
+    user_speech: np.ndarray, loud_while_a_reply_plays: bool, soft_heard: bool
+) -> None:
+    """Loud sound while a reply plays (may_gate off: it may be Parley's own echo) sets no floor, so a soft voice
+    right after is heard; 35 dB under the user's own voice a second before, it is taken for a breath."""
+    vad = Vad(VadConfig(min_speech_ms=64, min_silence_ms=300))
+    vad.may_gate = not loud_while_a_reply_plays
+    for frame in _frames(np.concatenate([user_speech, np.zeros(RATE, np.float32)]), at=0.0):
+        vad.feed(frame)
+    vad.may_gate = True
+    soft = np.concatenate([user_speech * np.float32(10 ** (-35 / 20)), np.zeros(RATE, np.float32)])
+    events = [e for f in _frames(soft, at=5.0) for e in vad.feed(f)]
+    assert (SpeechStarted in [type(e) for e in events]) is soft_heard

@@ -3,7 +3,7 @@ transcripts, a scripted end-of-turn model, the engine's fake LLM (which prefills
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -42,8 +42,10 @@ class ByLength:
     def __init__(self, steps: Sequence[tuple[float, str]]) -> None:
         self._steps = [(at, FakeTranscriber(text)) for at, text in steps]
         self.heard: list[str] = []
-        self.clock: VirtualClock | None = None  # set it to note when each pass begins
+        self.clock: VirtualClock | None = None  # set it to note when each pass begins and ends
         self.began: list[float] = []
+        self.ended: list[float] = []
+        self.pass_s = 0.0  # (with a clock) how long each pass takes
 
     @property
     def sample_rate(self) -> int:
@@ -59,8 +61,11 @@ class ByLength:
         fake = next(f for at, f in reversed(self._steps) if seconds >= at)
         if self.clock is not None:
             self.began.append(self.clock.now())
+            await self.clock.sleep(self.pass_s)
         transcript = await fake.transcribe(samples, signal, sample_rate=sample_rate)
         self.heard.append(transcript.text)
+        if self.clock is not None:
+            self.ended.append(self.clock.now())
         return transcript
 
 
@@ -74,6 +79,7 @@ class Rig:
     stage: Stage
     llm: FakeLlm
     journal: Journal
+    model: FakeEndOfTurnModel
 
     def say(self, name: str, after_s: float = 0.2) -> float:
         """Play a pause fixture into the microphone `after_s` from now; returns when its speech ends (clock)."""
@@ -93,6 +99,7 @@ async def rig(
     *,
     probability: float = 0.9,
     statement_wait_ms: int = 1000,
+    model_factory: Callable[[VirtualClock], FakeEndOfTurnModel] | None = None,
 ) -> AsyncIterator[Rig]:
     clock = VirtualClock()
     audio = replace(AudioConfig(), statement_wait_ms=statement_wait_ms, max_turn_wait_ms=2000)
@@ -100,7 +107,7 @@ async def rig(
     assert devices.files is not None
     assert devices.recording is not None
     llm = FakeLlm([reply(f"Answer {n}. " * 3) for n in range(1, 4)], clock=clock)
-    model = FakeEndOfTurnModel(probability)
+    model = FakeEndOfTurnModel(probability) if model_factory is None else model_factory(clock)
     async with clock.autojump():
         pipeline = open_pipeline(
             devices,
@@ -118,7 +125,7 @@ async def rig(
                 parts = EngineParts(llm=llm, speech=voice.speech, journal=journal, clock=clock)
                 async with open_conversation(parts) as conversation, voice.attached(conversation) as binding:
                     await voice.microphone_open.wait()
-                    yield Rig(Stage(clock, binding, devices.files, devices.recording), llm, journal)
+                    yield Rig(Stage(clock, binding, devices.files, devices.recording), llm, journal, model)
 
 
 async def test_a_pause_mid_sentence_stays_one_turn_holding_both_halves(tmp_path: Path) -> None:
@@ -156,6 +163,34 @@ async def test_the_final_pass_is_made_before_the_pause_opens(tmp_path: Path) -> 
     opened = decided.speech_ended_at + PAUSE_SILENCE_MS / 1000  # the VAD can tell the pause no sooner
     assert heard.began, "no pass at all"
     assert max(heard.began) < opened, f"a pass began at {max(heard.began) - decided.speech_ended_at:.3f} s"
+
+
+class TimedModel(FakeEndOfTurnModel):
+    """Notes the clock time of each question."""
+
+    def __init__(self, clock: VirtualClock) -> None:
+        super().__init__(0.9)
+        self.clock, self.asked = clock, list[float]()
+
+    async def predict(self, samples: Samples, signal: CancelSignal, *, sample_rate: int = ASR_SAMPLE_RATE) -> float:
+        self.asked.append(self.clock.now())
+        return await super().predict(samples, signal, sample_rate=sample_rate)
+
+
+async def test_the_end_of_turn_model_waits_for_the_final_pass(tmp_path: Path) -> None:
+    """The pass's words lead to the reply, the model's answer only to the decision: Whisper has the cores."""
+    heard = ByLength([(0.0, WEATHER)])
+    async with rig(tmp_path, heard, model_factory=TimedModel) as r:
+        heard.clock, heard.pass_s = r.stage.clock, 0.3  # a real pass takes about this long
+        r.say("q_weather")
+        await until_quiet(r.stage)
+        (decided,) = r.stage.binding.ears.decisions
+        assert decided.reason == "model"
+    model = r.model
+    assert isinstance(model, TimedModel)
+    assert model.asked, "the model was never asked"
+    assert heard.ended, "no pass at all"
+    assert min(model.asked) >= max(heard.ended)
 
 
 async def test_going_on_before_the_reply_is_heard_reopens_the_turn(tmp_path: Path) -> None:
