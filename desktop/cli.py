@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from adapters.contract import LlmAdapter
+from desktop.bench import ONLY
 from desktop.catalog.command import add_parser as add_models_parser
 from desktop.errors import BadInput, disk_problem
 from desktop.providers.table import provider_names
@@ -77,9 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     given.add_argument("--text", action="append", metavar="MESSAGE", help="a typed turn (repeatable)")
     run.add_argument("--out", type=Path, required=True, help="writes journal.jsonl, output.wav and report.json here")
     run.add_argument("--fast", action="store_true", help="skip idle time (model work still takes real time)")
-    run.add_argument("--llm", choices=provider_names(), help="the embedded model or a server (desktop.providers)")
-    run.add_argument("--llm-base-url", metavar="URL")
-    run.add_argument("--llm-model", metavar="NAME")
+    _add_llm_options(run)
     run.add_argument("--retries", type=int, metavar="N")
     run.add_argument("--idle-timeout", type=float, metavar="SECONDS")
     run.add_argument("--config", type=Path, metavar="FILE", help="a config TOML instead of the user config")
@@ -93,18 +92,31 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--devices", choices=("fixture", "pulse"), default="fixture",
                        help="pulse: also measure stop and heard words on PulseAudio null sinks")  # fmt: skip
     bench.add_argument("--quick", action="store_true", help="small repetition counts (a smoke run)")
+    bench.add_argument("--only", choices=ONLY, help="just this part: everyday = questions to the configured model")
+    bench.add_argument("--config", type=Path, metavar="FILE", help="the config of the everyday questions' model")
+    _add_llm_options(bench)
     add_models_parser(commands)
     return parser
 
 
+def _add_llm_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--llm", choices=provider_names(), help="the embedded model or a server (desktop.providers)")
+    command.add_argument("--llm-base-url", metavar="URL")
+    command.add_argument("--llm-model", metavar="NAME")
+
+
 def _bench(args: argparse.Namespace) -> int:
     from desktop.bench.runner import Options, run_bench
+    from desktop.config import load, with_llm
 
     if args.soak is not None and not 1 <= args.soak <= MAX_SOAK:
         raise BadInput(f"--soak {args.soak} is out of range; give a number of cycles from 1 to {MAX_SOAK}, e.g. 200")
     if args.json is not None:
         _check_out_file(args.json, "--json")
-    return run_bench(Options(soak=args.soak, json=args.json, devices=args.devices, quick=args.quick))
+    config = with_llm(load(args.config), provider=args.llm, base_url=args.llm_base_url, model=args.llm_model)
+    return run_bench(
+        Options(soak=args.soak, json=args.json, devices=args.devices, quick=args.quick, config=config, only=args.only)
+    )
 
 
 def _models(args: argparse.Namespace) -> int:

@@ -47,10 +47,12 @@ class Connection:
 
 
 class FaultServer:
-    """Serves scripted behaviours on 127.0.0.1 (random port); `push` before each call."""
+    """Serves scripted behaviours on 127.0.0.1 (random port); `push` before each call, or set `responder` to answer
+    each request that finds nothing pushed from what it asks."""
 
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
+        self.responder: Callable[[Recorded], Behaviour] | None = None
         self.connections: list[Connection] = []
         self.port = 0
         self._queue: list[Behaviour] = []
@@ -143,11 +145,13 @@ class FaultServer:
         await asyncio.gather(*self._handlers, return_exceptions=True)
         await self._server.wait_closed()
 
-    def _next(self) -> tuple[Behaviour, int]:
+    def _next(self, request: Recorded) -> tuple[Behaviour, int]:
         with self._lock:
             self._served += 1
             if self._queue:
                 return self._queue.pop(0), self._served
+            if self.responder is not None:
+                return self.responder(request), self._served
         body = json.dumps({"error": {"message": "fault server: no behaviour was pushed", "type": "test_bug"}})
         return Behaviour(500, (("content-type", "application/json"),), (body.encode(),), "length"), self._served
 
@@ -163,7 +167,7 @@ class FaultServer:
             while (request := await _read_request(reader)) is not None:
                 connection.requests += 1
                 self.requests.append(request)
-                outcome = await self._respond(*self._next(), reader, writer, connection)
+                outcome = await self._respond(*self._next(request), reader, writer, connection)
                 if outcome != "keep":
                     break
             outcome = "client" if outcome == "keep" else outcome

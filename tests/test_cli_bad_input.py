@@ -82,6 +82,9 @@ CASES = [
     Case("soak-zero", "bench --soak 0", "--soak 0 is out of range"),
     Case("soak-negative", "bench --soak -5", "--soak -5 is out of range"),
     Case("bench-json-is-a-directory", "bench --json {dir}", "is a directory; give a file path"),
+    Case("bench-config-missing", "bench --only everyday --config {dir}/none.toml", "the config file does not exist"),
+    Case("bench-base-url-not-http", "bench --only everyday --llm openai --llm-base-url ftp://x",
+         "must start with http"),
     # Config (items 4, 5 and 6)
     Case("config-missing", "run --text hi --out {out} --config {dir}/none.toml", "the config file does not exist"),
     Case("config-is-a-directory", "run --text hi --out {out} --config {dir}", "the config file is a directory"),
@@ -106,6 +109,9 @@ CASES = [
     Case("doctor-parley-config-missing", "doctor", "fix or unset PARLEY_CONFIG", env={"PARLEY_CONFIG": "{dir}/no"}),
     # Keys (issue 38, item 10)
     Case("api-key-with-a-newline", "run --text hi --out {out} --llm openai --llm-base-url http://127.0.0.1:9/v1",
+         "PARLEY_LLM_API_KEY in the environment is not a usable API key",
+         env={"PARLEY_LLM_API_KEY": "sk-first-half-of-it\nsk-second-half"}),
+    Case("bench-api-key-with-a-newline", "bench --only everyday --llm openai --llm-base-url http://127.0.0.1:9/v1",
          "PARLEY_LLM_API_KEY in the environment is not a usable API key",
          env={"PARLEY_LLM_API_KEY": "sk-first-half-of-it\nsk-second-half"}),
 ]  # fmt: skip

@@ -79,7 +79,7 @@ def answers(reply: str, expected: tuple[str, ...], cuts: list[str]) -> bool:
     return any(word in low for word in expected) and not repeated(reply, cuts)
 
 
-class _Turns:
+class Turns:
     """What the engine said of each turn: the state it is in, its heard reply, and whether it ended."""
 
     def __init__(self) -> None:
@@ -96,17 +96,17 @@ class _Turns:
             self.ended[event.turn] = event
 
 
-async def _poll(clock: SkippingClock, probe: Callable[[], bool], within_s: float = 300.0) -> None:
+async def poll(clock: SkippingClock, probe: Callable[[], bool], within_s: float = 300.0) -> None:
     deadline = clock.now() + within_s
     while not probe():
         if clock.now() > deadline:
-            raise TimeoutError("a turn of the interruption run did not end")
+            raise TimeoutError(f"a bench turn did not end within {within_s:.0f} s")
         await clock.sleep(0.02)
 
 
-async def _ask(conversation: Conversation, turns: _Turns, clock: SkippingClock, turn: int, text: str) -> None:
+async def _ask(conversation: Conversation, turns: Turns, clock: SkippingClock, turn: int, text: str) -> None:
     conversation.submit(UserInput(text, source="voice"))
-    await _poll(clock, lambda: turn in turns.speaking or turn in turns.ended)
+    await poll(clock, lambda: turn in turns.speaking or turn in turns.ended)
 
 
 async def _conversation(
@@ -114,7 +114,7 @@ async def _conversation(
 ) -> list[Interruption]:
     """One conversation of `count` story-then-question pairs (a story that ends before its cut is not counted)."""
     clock = SkippingClock(real=True)
-    turns, out, cuts = _Turns(), list[Interruption](), list[str]()
+    turns, out, cuts = Turns(), list[Interruption](), list[str]()
     with Journal(journal) as record:
         parts = EngineParts(llm=llm, speech=SilentSpeech(clock, ms_per_word=MS_PER_WORD), journal=record,
                             clock=clock, prompt=prompt)  # fmt: skip
@@ -133,7 +133,7 @@ async def _conversation(
                     continue  # over before the cut, or cut before a word was heard: no interruption to answer
                 cuts.append(cut.heard)
                 await _ask(conversation, turns, clock, turn, question)
-                await _poll(clock, partial(contains, turns.ended, turn))
+                await poll(clock, partial(contains, turns.ended, turn))
                 reply = turns.heard[turn].heard if turn in turns.heard else ""
                 copied = repeated(reply, cuts)
                 out.append(Interruption(cut.heard, question, reply, copied, answers(reply, expected, cuts)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from adapters.asr.whisper import CPU_THREADS
+from desktop.bench.everyday import everyday_notes
 from desktop.bench.real_runs import LEVELS_DBFS, ROOM_DBFS, real_notes
 from desktop.bench.rows import Measured
 from desktop.bench.scenarios import Run, aborted_metric, metric, ttfas
@@ -18,11 +19,17 @@ from desktop.pipeline.voice import pause_ms
 STAGES = ("eot_ms", "asr_final_ms", "prefill_wait_ms", "llm_ttft_ms", "tts_first_ms")
 
 
-def footnotes(m: Measured) -> list[str]:
+def machine_note() -> str:
     info = machine()
-    notes = [
+    return (
         f"machine: {info['cpu']}, {info['cores']} cores, Python {info['python']}, {info['platform']}; {info['date']}; "
-        f"load average at the end (1/5/15 min) {'/'.join(map(str, info['loadavg_1_5_15']))}",
+        f"load average at the end (1/5/15 min) {'/'.join(map(str, info['loadavg_1_5_15']))}"
+    )
+
+
+def footnotes(m: Measured) -> list[str]:
+    notes = [
+        machine_note(),
         f"stop_ms, quiesce_ms, ttfa_ms, heard_word_error: the bundled barge_in (x{len(m.barge_in)}) and echo "
         f"(x{len(m.echo)}) scenarios as `parley run --fast` runs them: fixture devices, the real Whisper, SmolLM2 "
         "and Piper; model work takes real time, idle waits are skipped.",
@@ -41,6 +48,7 @@ def footnotes(m: Measured) -> list[str]:
         "nothing to play, as the Player's callback wakes no loop; the loudspeaker rig simulating the echo path); "
         "idle_cpu_pct_headset: the same session without the loudspeaker rig and canceller. The VAD's energy gate "
         "keeps Silero off in a silent room.",
+        *everyday_notes(m.everyday),
         _soak_note(m.soak, m.plan_soak),
         *_real_notes(m),
     ]

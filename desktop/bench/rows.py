@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from desktop.bench.everyday import Everyday, everyday_row
 from desktop.bench.http_provider import HttpRuns
 from desktop.bench.interruptions import Interruption
 from desktop.bench.models import LlmTimes
@@ -45,6 +46,7 @@ class Measured:
     real: list[RealTurn] = field(default_factory=list)  # real people's recordings through the pipeline
     real_pulse: list[PulseTurn] | str | None = None  # the read sentences on PulseAudio (None: not asked for)
     interruptions: list[Interruption] = field(default_factory=list)  # a question over a story, on SmolLM2
+    everyday: Everyday | None = None  # everyday questions asked of the configured model
 
     @property
     def runs(self) -> list[Run]:
@@ -73,6 +75,7 @@ def rows(m: Measured) -> list[Row]:
         row("llm_ttft_ms", m.llm.ttft_ms, None),
         row("llm_tokens_per_s", m.llm.tokens_per_s, None),
         *_interruption_rows(m.interruptions),
+        everyday_row(m.everyday),
         row("idle_cpu_pct", m.idle_cpu, IDLE, note="% of one core"),
         row("idle_cpu_pct_headset", m.idle_cpu_headset, None, note="the same without the loudspeaker rig"),
         *real_rows(m.real, pulse_ttfa=_real_pulse_ttfa(m.real_pulse)),

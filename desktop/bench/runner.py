@@ -14,9 +14,10 @@ from adapters.asr.whisper import WhisperTranscriber
 from adapters.contract import CancelSignal
 from adapters.llm.local import LocalLlamaAdapter
 from desktop.bench import models as model_bench
+from desktop.bench.everyday import Configured, configured_llm, everyday_answers, everyday_notes, everyday_row
 from desktop.bench.http_provider import HttpRuns, Unavailable, stalled_barge_ins
 from desktop.bench.interruptions import answers_after_interruption
-from desktop.bench.notes import footnotes
+from desktop.bench.notes import footnotes, machine_note
 from desktop.bench.real_runs import RealPlan, real_runs
 from desktop.bench.rows import Measured, rows
 from desktop.bench.scenarios import (
@@ -29,7 +30,7 @@ from desktop.bench.scenarios import (
 )
 from desktop.bench.sessions import Models, idle_cpu
 from desktop.bench.soak import soak
-from desktop.bench.table import machine, render, write_json
+from desktop.bench.table import Row, machine, render, write_json
 from desktop.bench.turn_clips import turn_clips
 from desktop.bench.turn_runs import clip_runs
 from desktop.config import Config
@@ -54,10 +55,12 @@ class Plan:
     turn_clips: int | None = None  # the end-of-turn fixtures run through the pipeline (None: all 40)
     real: RealPlan = field(default_factory=RealPlan)  # real people's recordings
     interruptions: int = 20  # questions asked over a story, each answered (or not) by the next reply
+    everyday: int | None = None  # everyday questions asked of the configured model (None: all 20)
 
 
 QUICK = Plan(barge_in=0, echo=1, http=1, soak=3, idle_s=1.0, asr_reps=1, tts_reps=1, tts_sentences=2, llm_reps=1,
-             llm_tokens=32, turn_clips=2, loudspeaker=1, real=RealPlan(2, 1, False), interruptions=2)  # fmt: skip
+             llm_tokens=32, turn_clips=2, loudspeaker=1, real=RealPlan(2, 1, False), interruptions=2,
+             everyday=5)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,8 @@ class Options:
     devices: str = "fixture"
     quick: bool = False
     plan: Plan = field(default_factory=Plan)
+    config: Config = field(default_factory=Config)  # whose language model the everyday questions are asked of
+    only: str | None = None  # one of desktop.bench.ONLY: just that measurement and its rows
 
 
 def run_bench(options: Options) -> int:
@@ -75,13 +80,17 @@ def run_bench(options: Options) -> int:
     plan = QUICK if options.quick else options.plan
     if options.soak is not None:
         plan = Plan(**{**vars(plan), "soak": options.soak})
+    llm = configured_llm(options.config)  # a configuration that names no usable model fails before any work
     started = time.monotonic()
     try:
-        measured = asyncio.run(_measure(plan, options.devices, _progress(started)))
+        if options.only == "everyday":
+            table, notes = asyncio.run(_everyday_only(plan, llm, _progress(started)))
+        else:
+            measured = asyncio.run(_measure(plan, options.devices, llm, _progress(started)))
+            table, notes = rows(measured), footnotes(measured)
     except RunFailed as failed:
         print(f"parley bench: {failed}", file=sys.stderr)
         return 1
-    table, notes = rows(measured), footnotes(measured)
     print(render(table, notes))
     if options.json is not None:
         write_json(options.json, table, machine(), notes)
@@ -96,7 +105,13 @@ def _progress(started: float) -> Callable[[str], None]:
     return say
 
 
-async def _measure(plan: Plan, devices: str, progress: Callable[[str], None]) -> Measured:
+async def _everyday_only(plan: Plan, llm: Configured, progress: Callable[[str], None]) -> tuple[list[Row], list[str]]:
+    with tempfile.TemporaryDirectory(prefix="parley-bench-") as tmp:
+        result = await everyday_answers(llm, Path(tmp), plan.everyday, progress=progress)
+    return [everyday_row(result)], [machine_note(), *everyday_notes(result)]
+
+
+async def _measure(plan: Plan, devices: str, configured: Configured, progress: Callable[[str], None]) -> Measured:
     config = Config()
     transcriber, synthesizer = speech_models(config)
     await transcriber.preload(CancelSignal())
@@ -111,6 +126,7 @@ async def _measure(plan: Plan, devices: str, progress: Callable[[str], None]) ->
         await _models(measured, models, llm, plan, progress)
         measured.interruptions = await answers_after_interruption(llm, root / "interruptions", plan.interruptions)
         progress("questions over a story")
+        measured.everyday = await everyday_answers(configured, root / "everyday", plan.everyday, progress=progress)
         measured.idle_cpu = await idle_cpu(models, root / "idle", plan.idle_s)
         measured.idle_cpu_headset = await idle_cpu(models, root / "idle_headset", plan.idle_s, loudspeaker=False)
         progress("idle listening")

@@ -29,6 +29,7 @@ ROWS = (
     "llm_tokens_per_s",
     "answers_after_interruption",
     "repeats_after_interruption",
+    "everyday_correct",
     "idle_cpu_pct",
     "idle_cpu_pct_headset",
     "real_dropped_utterances",
