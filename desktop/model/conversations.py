@@ -16,7 +16,7 @@ from adapters.contract import LlmFailure
 from adapters.contract.llm import FailureCode
 from desktop.model.facts import ReplyCut
 from desktop.model.transcript_model import Bubble
-from desktop.model.wording import cut_note, failure_reason
+from desktop.model.wording import cut_note, failure_reason, no_reply
 from engine.journal import JournalCorrupt, open_turn_ids, read_journal
 
 JOURNAL = "journal.jsonl"
@@ -131,9 +131,9 @@ def _ended(bubbles: list[Bubble], turn: int, event: Mapping[str, Any], at: float
         bubble = Bubble("assistant", turn, 1, heard="", settled=True, failed=True, at=at)
         bubble.note = f"Failed: {failure_reason(_failure(failure))}"
         bubbles.append(bubble)
-    elif event.get("outcome") == "aborted":
-        note = CLOSED if event.get("recovered") else "Stopped before anything was heard"
-        _note_unanswered(bubbles, turn, note, at)
+    else:
+        outcome = str(event.get("outcome", ""))
+        _note_unanswered(bubbles, turn, CLOSED if event.get("recovered") else no_reply(outcome), at)
 
 
 def _failure(fields: Mapping[str, Any]) -> LlmFailure:

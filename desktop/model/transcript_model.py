@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from desktop.model.facts import ReplyCut
-from desktop.model.wording import code_words, cut_note, failure_reason
+from desktop.model.wording import code_words, cut_note, failure_reason, no_reply
 from engine.events import (
     AttemptFailed,
     ReplyHeard,
@@ -147,10 +147,8 @@ class TranscriptModel:
         bubble = self._step(event.turn, event.step)
         bubble.heard, bubble.unheard = event.heard, unheard_rest(event.generated, event.heard)
         bubble.text, bubble.interrupted, bubble.settled = event.generated, event.interrupted, True
-        if event.interrupted and not event.heard:
-            bubble.note = "Stopped before anything was heard"
-        elif not bubble.note.startswith("Tool"):
-            bubble.note = ""
+        if not bubble.note.startswith("Tool"):
+            bubble.note = ""  # nothing heard of the whole turn: marked when it ends (the outcome says why)
         self._changed(bubble)
 
     def _cut(self, event: ReplyCut) -> None:
@@ -167,7 +165,8 @@ class TranscriptModel:
             self._changed(bubble)
 
     def _ended(self, event: TurnEnded) -> None:
-        for bubble in [b for b in self.bubbles if b.role == "assistant" and b.turn == event.turn]:
+        replies = [b for b in self.bubbles if b.role == "assistant" and b.turn == event.turn]
+        for bubble in replies:
             if bubble.settled and event.failure is None:
                 continue
             if event.failure is not None and not bubble.heard:
@@ -175,9 +174,17 @@ class TranscriptModel:
                 bubble.note = f"Failed: {failure_reason(event.failure)}"
             elif not bubble.settled:
                 bubble.heard, bubble.unheard = "", bubble.text.strip()
-                bubble.note = "Stopped before anything was heard" if event.outcome == "aborted" else bubble.note
             bubble.settled = True
             self._changed(bubble)
+        if event.failure is None and replies and not any(b.heard for b in replies):
+            self._no_reply(replies[-1], event.outcome)
+
+    def _no_reply(self, bubble: Bubble, outcome: str) -> None:
+        """Nothing of the turn's reply was heard: say so under it, so the person's words are not left unanswered
+        without a word (a tool's note stays, the mark follows it)."""
+        mark = no_reply(outcome)
+        bubble.note = f"{bubble.note} · {mark}" if bubble.note.startswith("Tool") else mark
+        self._changed(bubble)
 
 
 _HANDLERS: dict[type, Callable[[TranscriptModel, Any], None]] = {
