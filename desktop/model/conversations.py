@@ -129,19 +129,21 @@ def _ended(bubbles: list[Bubble], turn: int, event: Mapping[str, Any], at: float
     failure = event.get("failure")
     if isinstance(failure, Mapping) and failure.get("code"):
         bubble = Bubble("assistant", turn, 1, heard="", settled=True, failed=True, at=at)
-        bubble.note = f"Failed: {failure_reason(_failure(failure))}"
+        bubble.note = f"Failed: {failure_reason(failure_of(failure))}"
         bubbles.append(bubble)
     else:
         outcome = str(event.get("outcome", ""))
         _note_unanswered(bubbles, turn, CLOSED if event.get("recovered") else no_reply(outcome), at)
 
 
-def _failure(fields: Mapping[str, Any]) -> LlmFailure:
-    after = fields.get("retry_after_ms")
-    code = str(fields["code"])
+def failure_of(fields: Mapping[str, Any]) -> LlmFailure:
+    """A failure as the journal wrote it (`failure_fields`), back as the engine had it."""
+    after, status = fields.get("retry_after_ms"), fields.get("status")
+    code = str(fields.get("code", ""))
     return LlmFailure(
         str(fields.get("message", "")),
         FailureCode(code) if code in FailureCode.__members__ else FailureCode.INTERNAL,
+        int(status) if isinstance(status, int) and not isinstance(status, bool) else None,
         provider_retry_after_ms=int(after) if isinstance(after, int | float) else None,
     )
 
