@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from desktop.model.facts import ReplyCut
+from desktop.model.facts import QueueDropped, ReplyCut, TextQueued
 from desktop.model.wording import code_words, cut_note, failure_reason, no_reply
 from engine.events import (
     AttemptFailed,
@@ -39,6 +39,7 @@ class Bubble:
     at: float = 0.0  # wall-clock time it was said (unix seconds), shown on hover
     reading: str | None = None  # while it is spoken: the words heard so far (the heard cursor, word-exact)
     withdrawn: bool = False  # the person went on before hearing a reply: their words continue in the next turn
+    queued: bool = False  # typed while Parley answered: waits for its turn (which it gets, and `turn`, when it starts)
 
 
 def unheard_rest(generated: str, heard: str) -> str:
@@ -53,6 +54,8 @@ def unheard_rest(generated: str, heard: str) -> str:
 
 
 Changed = Callable[[Bubble, bool], None]  # (bubble, is_new)
+QUEUED = "Waiting — Parley answers this when it has finished the reply before"
+DROPPED = "Not answered — Stop dropped it before its turn"
 
 
 class TranscriptModel:
@@ -113,8 +116,27 @@ class TranscriptModel:
 
     def _started(self, event: TurnStarted) -> None:
         now = self._wall()
-        self._add(Bubble("user", event.turn, source=event.source, text=event.text, settled=True, at=now))
+        waiting = next((b for b in self.bubbles if b.queued and (b.source, b.text) == (event.source, event.text)), None)
+        if waiting is None:
+            self._add(Bubble("user", event.turn, source=event.source, text=event.text, settled=True, at=now))
+        else:  # shown since it was typed: now its turn has come
+            waiting.turn, waiting.queued, waiting.note = event.turn, False, ""
+            self._changed(waiting)
         self._add(Bubble("assistant", event.turn, 1, note="Thinking…", at=now))
+
+    def _queued(self, event: TextQueued) -> None:
+        """Typed while Parley answers: shown at once, marked as waiting, answered when the reply before it ends."""
+        self._add(
+            Bubble("user", 0, source="text", text=event.text, settled=True, note=QUEUED, at=self._wall(), queued=True)
+        )
+
+    def _dropped(self, event: QueueDropped) -> None:
+        """Stop dropped messages that waited: they stay on screen, marked as never answered."""
+        for text in event.texts:
+            waiting = next((b for b in self.bubbles if b.queued and b.text == text), None)
+            if waiting is not None:
+                waiting.queued, waiting.note = False, DROPPED
+                self._changed(waiting)
 
     def _text(self, event: TextGenerated) -> None:
         bubble = self._step(event.turn, event.step)
@@ -198,4 +220,6 @@ _HANDLERS: dict[type, Callable[[TranscriptModel, Any], None]] = {
     TurnWithdrawn: TranscriptModel._withdrawn,
     TurnEnded: TranscriptModel._ended,
     ReplyCut: TranscriptModel._cut,
+    TextQueued: TranscriptModel._queued,
+    QueueDropped: TranscriptModel._dropped,
 }
