@@ -121,8 +121,9 @@ def test_after_a_relaunch_the_trace_shows_the_restored_turns(run: Any, qtbot: Qt
             tree = window.trace_panel.tree
             await until(lambda: tree.topLevelItemCount() == 4, what="the restored turns in the trace")
             first = tree.topLevelItem(0)
+            assert first is not None
             assert first.text(0) == "Turn 1 (spoken): interrupted by voice"
-            lines = [first.child(n).text(0) for n in range(first.childCount())]
+            lines = [child.text(0) for n in range(first.childCount()) if (child := first.child(n)) is not None]
             assert "ttfa_ms  906.6 ms  (from your last word to its first)" in lines
 
     run(scenario())
