@@ -21,7 +21,7 @@ from engine.testing import FakeLlm, reply
 from tests.desktop.helpers import running_window, until
 
 STORY = " ".join(f"word{n}" for n in range(1, 41)) + "."
-MS_PER_WORD = 50.0  # the story lasts 2 s: time to type over it on a loaded machine
+MS_PER_WORD = 100.0  # the story lasts 4 s: time to type over it on a loaded machine
 
 
 def _session(tmp_path: Path, llm: FakeLlm) -> Session:
@@ -36,6 +36,13 @@ def _type(window: MainWindow, qtbot: QtBot, text: str) -> None:
     assert window.controls.message.text() == ""
 
 
+async def _over_the_story(window: MainWindow, qtbot: QtBot, text: str) -> None:
+    """Ask for the story, and type `text` while Parley tells it."""
+    _type(window, qtbot, "Tell me a story")
+    await until(lambda: window.chip.state is State.SPEAKING, what="speaking")
+    _type(window, qtbot, text)
+
+
 def _said(window: MainWindow) -> list[tuple[str, int, str]]:
     return [(b.text, b.turn, b.note) for b in window.transcript_model.bubbles if b.role == "user"]
 
@@ -45,9 +52,7 @@ def test_typed_while_parley_speaks_shows_at_once_and_is_answered_after(run: Any,
 
     async def scenario() -> None:
         async with running_window(session, tmp_path / "config.toml") as window:
-            _type(window, qtbot, "Tell me a story")
-            await until(lambda: window.chip.state is State.SPEAKING, what="speaking")
-            _type(window, qtbot, "And then?")
+            await _over_the_story(window, qtbot, "And then?")
             assert _said(window) == [("Tell me a story", 1, ""), ("And then?", 0, QUEUED)], "shown at once"
             waiting = window.transcript_model.bubbles[-1]
             widget = window.transcript.bubble_widget(waiting)
@@ -77,9 +82,7 @@ def test_stop_drops_a_waiting_message_and_marks_it(run: Any, qtbot: QtBot, tmp_p
 
     async def scenario() -> None:
         async with running_window(session, tmp_path / "config.toml") as window:
-            _type(window, qtbot, "Tell me a story")
-            await until(lambda: window.chip.state is State.SPEAKING, what="speaking")
-            _type(window, qtbot, "And then?")
+            await _over_the_story(window, qtbot, "And then?")
             window.stop_button.click()
             await until(lambda: window.chip.state is State.IDLE and window.trace.turns[1].outcome != "running")
             assert _said(window) == [("Tell me a story", 1, ""), ("And then?", 0, DROPPED)]
