@@ -13,6 +13,7 @@ import numpy as np
 
 from adapters.contract.pcm import resample, to_mono_float32
 from audio.events import PlaybackFailed
+from audio.levels import within_ceiling
 from audio.ports import Clock, SegmentId, SegmentProgress
 from audio.tap import ReferenceTap
 
@@ -197,11 +198,12 @@ class CoreSink:
         return tap
 
     def enqueue(self, turn: int, segment: SegmentId, samples: np.ndarray, rate: int | None = None) -> bool:
-        """Queue a segment (float32 or int16, at `rate` or the sink's); False when the turn was stopped."""
+        """Queue a segment (float32 or int16, at `rate` or the sink's); False when the turn was stopped. Its peak
+        is kept at CEILING_DBFS: what is played never reaches full scale."""
         audio = to_mono_float32(samples)
         if rate is not None and rate != self._core.rate:
             audio = resample(audio, rate, self._core.rate)
-        return self._core.enqueue(turn, segment, audio)
+        return self._core.enqueue(turn, segment, within_ceiling(audio))
 
     def stop(self, turn: int) -> dict[SegmentId, float]:
         """Silence the turn from the next block: returns per segment the ms that reach the listener (exact: what

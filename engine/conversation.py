@@ -100,6 +100,11 @@ class Conversation:
     def live_turn(self) -> Turn | None:
         return self._live
 
+    @property
+    def busy(self) -> bool:
+        """An input submitted now would wait: a turn is under way or queued, or no next turn may start yet."""
+        return self._live is not None or len(self.inbox) > 0 or self.inbox.held
+
     def subscribe(self, listener: Callable[[Any], None]) -> Callable[[], None]:
         return self.gate.subscribe(listener)
 

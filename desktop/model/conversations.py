@@ -7,6 +7,7 @@ words and, of each reply, exactly the words that were heard.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from adapters.contract import LlmFailure
 from adapters.contract.llm import FailureCode
 from desktop.model.facts import ReplyCut
 from desktop.model.transcript_model import Bubble
-from desktop.model.wording import cut_note, failure_reason
+from desktop.model.wording import cut_note, failure_reason, no_reply
 from engine.journal import JournalCorrupt, open_turn_ids, read_journal
 
 JOURNAL = "journal.jsonl"
@@ -26,13 +27,16 @@ CLOSED = "Parley was closed before it answered"
 
 @dataclass(frozen=True)
 class ConversationInfo:
-    """One past conversation, for the list: when it started, its first words, how many turns."""
+    """One past conversation, for the list: when it started and was last used (the list's order), its first words
+    (`title`, shortened; `first` whole), how many turns."""
 
     path: Path
     started: float
     title: str
     turns: int
     readable: bool = True
+    last_used: float = 0.0
+    first: str = ""
 
 
 def journals(base: Path) -> list[Path]:
@@ -63,14 +67,32 @@ def list_conversations(base: Path) -> list[ConversationInfo]:
 
 
 def describe(path: Path) -> ConversationInfo:
+    used = path.stat().st_mtime  # what `journals` sorts by: the list is labelled with what orders it
     events = _usable(path)
     if events is None:
-        return ConversationInfo(path, path.stat().st_mtime, f"{path.parent.name} (damaged, cannot be read)", 0, False)
-    started = next((float(e["time"]) for e in events if "time" in e), path.stat().st_mtime)
+        title = f"{path.parent.name} (damaged, cannot be read)"
+        return ConversationInfo(path, used, title, 0, False, used, title)
+    started = next((float(e["time"]) for e in events if "time" in e), used)
     first = next((str(e["text"]) for e in events if e.get("type") == "user/message"), "")
     title = first if len(first) <= TITLE_CHARS else first[: TITLE_CHARS - 1].rstrip() + "…"
     turns = sum(1 for e in events if e.get("type") == "turn/start")
-    return ConversationInfo(path, started, title or "(nothing said yet)", turns)
+    return ConversationInfo(path, started, title or "(nothing said yet)", turns, True, used, first)
+
+
+def when_used(moment: float, now: float) -> str:
+    """When a conversation was last used, as a person says it: "Today 14:02", "Yesterday 09:15", "Monday 18:40"
+    within the week, else the date ("3 Mar 14:02", with the year when it is not this one)."""
+    at, today = dt.datetime.fromtimestamp(moment), dt.datetime.fromtimestamp(now).date()
+    days = (today - at.date()).days
+    clock = at.strftime("%H:%M")
+    if days == 0:
+        return f"Today {clock}"
+    if days == 1:
+        return f"Yesterday {clock}"
+    if 1 < days < 7:
+        return f"{at.strftime('%A')} {clock}"
+    day = f"{at.day} {at.strftime('%b')}"
+    return f"{day} {clock}" if at.year == today.year else f"{day} {at.year}, {clock}"
 
 
 def bubbles_of(events: Sequence[Mapping[str, Any]]) -> list[Bubble]:
@@ -129,19 +151,21 @@ def _ended(bubbles: list[Bubble], turn: int, event: Mapping[str, Any], at: float
     failure = event.get("failure")
     if isinstance(failure, Mapping) and failure.get("code"):
         bubble = Bubble("assistant", turn, 1, heard="", settled=True, failed=True, at=at)
-        bubble.note = f"Failed: {failure_reason(_failure(failure))}"
+        bubble.note = f"Failed: {failure_reason(failure_of(failure))}"
         bubbles.append(bubble)
-    elif event.get("outcome") == "aborted":
-        note = CLOSED if event.get("recovered") else "Stopped before anything was heard"
-        _note_unanswered(bubbles, turn, note, at)
+    else:
+        outcome = str(event.get("outcome", ""))
+        _note_unanswered(bubbles, turn, CLOSED if event.get("recovered") else no_reply(outcome), at)
 
 
-def _failure(fields: Mapping[str, Any]) -> LlmFailure:
-    after = fields.get("retry_after_ms")
-    code = str(fields["code"])
+def failure_of(fields: Mapping[str, Any]) -> LlmFailure:
+    """A failure as the journal wrote it (`failure_fields`), back as the engine had it."""
+    after, status = fields.get("retry_after_ms"), fields.get("status")
+    code = str(fields.get("code", ""))
     return LlmFailure(
         str(fields.get("message", "")),
         FailureCode(code) if code in FailureCode.__members__ else FailureCode.INTERNAL,
+        int(status) if isinstance(status, int) and not isinstance(status, bool) else None,
         provider_retry_after_ms=int(after) if isinstance(after, int | float) else None,
     )
 

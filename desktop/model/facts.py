@@ -20,9 +20,11 @@ __all__ = [
     "Problem",
     "ProblemCleared",
     "ProblemRaised",
+    "QueueDropped",
     "ReplyCut",
     "StartedUp",
     "TalkChanged",
+    "TextQueued",
     "TurnStopped",
 ]
 
@@ -58,6 +60,21 @@ class ReplyCut:
     turn: int
     step: int
     limit_s: float | None = None
+
+
+@dataclass(frozen=True)
+class TextQueued:
+    """A typed message waits for the turn under way (or the models being switched): it is answered next, and
+    shown at once (its turn starts, and says so, only when the reply before it has ended)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class QueueDropped:
+    """Stop dropped typed messages that were waiting for their turn: they will not be answered."""
+
+    texts: tuple[str, ...]
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from keyring.backends import fail
 from keyring.errors import KeyringError, PasswordDeleteError
 
 from adapters.llm.secret import ENV_VAR, KEYRING_SERVICE, KEYRING_USERNAME, Secret
+from engine.redact import Redactor
 
 
 class KeyringUnavailable(Exception):
@@ -22,6 +23,10 @@ class KeyringUnavailable(Exception):
 class StoredKey:
     secret: Secret
     source: Literal["env", "keyring"]
+
+    def scrub(self, text: str) -> str:
+        """`text` with this key taken out, as the journal writes it."""
+        return Redactor([self.secret.reveal()]).text(text)
 
 
 class KeyStore:

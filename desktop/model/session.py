@@ -36,9 +36,11 @@ from desktop.model.facts import (
     MicLevel,
     ModelLoading,
     Problem,
+    QueueDropped,
     StartedUp,
     StopCause,
     TalkChanged,
+    TextQueued,
     TurnStopped,
 )
 from desktop.model.hearing import DIDNT_CATCH
@@ -63,7 +65,6 @@ from engine.conversation import Conversation
 from engine.events import State, StateChanged, TurnEnded, TurnStarted
 from engine.inbox import UserInput
 from engine.journal import Journal, JournalBusy, JournalCorrupt, JournalWriteFailed, quarantine_note, read_events
-from engine.redact import Redactor
 from engine.tools import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -452,13 +453,19 @@ class Session(Board):
     # Commands
 
     def send_text(self, text: str) -> bool:
-        """Queue typed input; False (and the reason as a banner) when nothing can answer it."""
-        return bool(text.strip()) and self.submit(UserInput(text.strip(), source="text"))
+        """Queue typed input; False (and the reason as a banner) when nothing can answer it. Typed while a turn is
+        under way, it is answered after it and shown at once as waiting (TextQueued)."""
+        waits = self._switching > 0 if self.conversation is None else self.conversation.busy
+        said = self._key.scrub(text.strip()) if self._key is not None else text.strip()
+        if not said or not self.submit(UserInput(said, source="text")):
+            return False
+        self.publish(TextQueued(said)) if waits else None
+        return True
 
     def submit(self, item: UserInput) -> bool:
         """Queue an input for its turn; the API key is redacted from it, as the journal would."""
         if self._key is not None:
-            item = replace(item, text=Redactor([self._key.secret.reveal()]).text(item.text))
+            item = replace(item, text=self._key.scrub(item.text))
         if self.conversation is None and self._switching:
             self._held.append(item)  # the engine is being rebuilt for new settings: it answers this next
             return True
@@ -500,10 +507,12 @@ class Session(Board):
             self._spawn(self.conversation.cancel, User(), keep_inbox=True)
 
     def stop(self) -> None:
-        """The Stop button: abort the live turn and drop queued input."""
+        """The Stop button: abort the live turn and drop queued input (typed messages that waited say so)."""
         if self.conversation is not None:
             self._stopping("you")
+            dropped = tuple(item.text for item in self.conversation.inbox.take() if item.source == "text")
             self._spawn(self.conversation.cancel, User())
+            self.publish(QueueDropped(dropped)) if dropped else None
 
     def new_conversation(self) -> None:
         """Start afresh: a new journal; the live turn is stopped first (the old conversation stays on disk)."""

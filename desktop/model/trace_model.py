@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from desktop.model.conversations import failure_of
 from desktop.model.facts import TurnStopped
 from desktop.model.wording import code_words, stop_cause
-from engine.events import AttemptFailed, RetryScheduled, ToolFinished, TurnEnded, TurnStarted
+from engine.events import AttemptFailed, BackoffInfo, RetryScheduled, ToolFinished, TurnEnded, TurnStarted
 
 TIMINGS = {
     "stop_ms": "barge-in → output silent",
@@ -76,6 +77,11 @@ class TraceBook:
         for listener in list(self._resets):
             listener()
 
+    def load(self, journal: Iterable[Mapping[str, Any]]) -> None:
+        """A conversation read back from its journal: its turns' traces, as they were shown live."""
+        for event in replayed(journal):
+            self.handle(event)
+
     def handle(self, event: Any) -> None:
         turn = getattr(event, "turn", None)
         if turn is None or not isinstance(event, _TRACED):
@@ -110,3 +116,48 @@ def _apply(trace: TurnTrace, event: Any) -> None:
         if event.failure is not None:
             trace.failure = event.failure.code
             trace.failure_detail = event.failure.message
+
+
+_NOT_METRICS = frozenset({"seq", "time", "type", "turn"})
+
+
+def replayed(journal: Iterable[Mapping[str, Any]]) -> list[Any]:
+    """A journal's events (docs/journal.md) as the events the trace follows live. Why a turn was stopped is not
+    journalled, only a barge-in's source and a turn closed on reopening after a crash."""
+    out: list[Any] = []
+    metrics: dict[int, dict[str, float]] = {}
+    for event in journal:
+        turn, kind = event.get("turn"), event.get("type")
+        if not isinstance(turn, int):
+            continue
+        step = int(event.get("step", 1))
+        if kind == "turn/start":
+            out.append(TurnStarted(turn, str(event.get("source", "text")), ""))
+        elif kind == "assistant/attempt" and isinstance(event.get("failure"), Mapping):
+            out.append(AttemptFailed(turn, step, int(event.get("attempt", 1)), failure_of(event["failure"])))
+        elif kind == "llm/retry":
+            failure = event.get("failure")
+            code = str(failure.get("code", "")) if isinstance(failure, Mapping) else ""
+            backoff = BackoffInfo(int(event.get("delay_ms", 0)), code, 0.0, int(event.get("retry", 1)))
+            out.append(RetryScheduled(turn, step, backoff))
+        elif kind == "tool/result":
+            out.append(ToolFinished(turn, step, str(event.get("call_id", "")), str(event.get("code", "")), ""))
+        elif kind == "barge_in/confirmed":
+            out.append(TurnStopped(turn, "push_to_talk" if event.get("source") == "push_to_talk" else "voice"))
+        elif kind == "metrics/turn":
+            metrics[turn] = {k: float(v) for k, v in event.items() if k not in _NOT_METRICS and _number(v)}
+        elif kind == "turn/end":
+            out += _ended(turn, event, metrics.pop(turn, {}))
+    return out
+
+
+def _ended(turn: int, event: Mapping[str, Any], metrics: dict[str, float]) -> list[Any]:
+    """The turn's end, after why it stopped when it was closed on reopening (Parley had closed mid-turn)."""
+    failure = event.get("failure")
+    known = failure_of(failure) if isinstance(failure, Mapping) else None
+    ended = TurnEnded(turn, str(event.get("outcome", "")), known, metrics)
+    return [TurnStopped(turn, "closed"), ended] if event.get("recovered") else [ended]
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

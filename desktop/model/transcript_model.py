@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from desktop.model.facts import ReplyCut
-from desktop.model.wording import code_words, cut_note, failure_reason
+from desktop.model.facts import QueueDropped, ReplyCut, TextQueued
+from desktop.model.wording import code_words, cut_note, failure_reason, no_reply
 from engine.events import (
     AttemptFailed,
     ReplyHeard,
@@ -39,6 +39,7 @@ class Bubble:
     at: float = 0.0  # wall-clock time it was said (unix seconds), shown on hover
     reading: str | None = None  # while it is spoken: the words heard so far (the heard cursor, word-exact)
     withdrawn: bool = False  # the person went on before hearing a reply: their words continue in the next turn
+    queued: bool = False  # typed while Parley answered: waits for its turn (which it gets, and `turn`, when it starts)
 
 
 def unheard_rest(generated: str, heard: str) -> str:
@@ -53,6 +54,8 @@ def unheard_rest(generated: str, heard: str) -> str:
 
 
 Changed = Callable[[Bubble, bool], None]  # (bubble, is_new)
+QUEUED = "Waiting — Parley answers this when it has finished the reply before"
+DROPPED = "Not answered — Stop dropped it before its turn"
 
 
 class TranscriptModel:
@@ -113,8 +116,27 @@ class TranscriptModel:
 
     def _started(self, event: TurnStarted) -> None:
         now = self._wall()
-        self._add(Bubble("user", event.turn, source=event.source, text=event.text, settled=True, at=now))
+        waiting = next((b for b in self.bubbles if b.queued and (b.source, b.text) == (event.source, event.text)), None)
+        if waiting is None:
+            self._add(Bubble("user", event.turn, source=event.source, text=event.text, settled=True, at=now))
+        else:  # shown since it was typed: now its turn has come
+            waiting.turn, waiting.queued, waiting.note = event.turn, False, ""
+            self._changed(waiting)
         self._add(Bubble("assistant", event.turn, 1, note="Thinking…", at=now))
+
+    def _queued(self, event: TextQueued) -> None:
+        """Typed while Parley answers: shown at once, marked as waiting, answered when the reply before it ends."""
+        self._add(
+            Bubble("user", 0, source="text", text=event.text, settled=True, note=QUEUED, at=self._wall(), queued=True)
+        )
+
+    def _dropped(self, event: QueueDropped) -> None:
+        """Stop dropped messages that waited: they stay on screen, marked as never answered."""
+        for text in event.texts:
+            waiting = next((b for b in self.bubbles if b.queued and b.text == text), None)
+            if waiting is not None:
+                waiting.queued, waiting.note = False, DROPPED
+                self._changed(waiting)
 
     def _text(self, event: TextGenerated) -> None:
         bubble = self._step(event.turn, event.step)
@@ -147,10 +169,8 @@ class TranscriptModel:
         bubble = self._step(event.turn, event.step)
         bubble.heard, bubble.unheard = event.heard, unheard_rest(event.generated, event.heard)
         bubble.text, bubble.interrupted, bubble.settled = event.generated, event.interrupted, True
-        if event.interrupted and not event.heard:
-            bubble.note = "Stopped before anything was heard"
-        elif not bubble.note.startswith("Tool"):
-            bubble.note = ""
+        if not bubble.note.startswith("Tool"):
+            bubble.note = ""  # nothing heard of the whole turn: marked when it ends (the outcome says why)
         self._changed(bubble)
 
     def _cut(self, event: ReplyCut) -> None:
@@ -167,7 +187,8 @@ class TranscriptModel:
             self._changed(bubble)
 
     def _ended(self, event: TurnEnded) -> None:
-        for bubble in [b for b in self.bubbles if b.role == "assistant" and b.turn == event.turn]:
+        replies = [b for b in self.bubbles if b.role == "assistant" and b.turn == event.turn]
+        for bubble in replies:
             if bubble.settled and event.failure is None:
                 continue
             if event.failure is not None and not bubble.heard:
@@ -175,9 +196,17 @@ class TranscriptModel:
                 bubble.note = f"Failed: {failure_reason(event.failure)}"
             elif not bubble.settled:
                 bubble.heard, bubble.unheard = "", bubble.text.strip()
-                bubble.note = "Stopped before anything was heard" if event.outcome == "aborted" else bubble.note
             bubble.settled = True
             self._changed(bubble)
+        if event.failure is None and replies and not any(b.heard for b in replies):
+            self._no_reply(replies[-1], event.outcome)
+
+    def _no_reply(self, bubble: Bubble, outcome: str) -> None:
+        """Nothing of the turn's reply was heard: say so under it, so the person's words are not left unanswered
+        without a word (a tool's note stays, the mark follows it)."""
+        mark = no_reply(outcome)
+        bubble.note = f"{bubble.note} · {mark}" if bubble.note.startswith("Tool") else mark
+        self._changed(bubble)
 
 
 _HANDLERS: dict[type, Callable[[TranscriptModel, Any], None]] = {
@@ -191,4 +220,6 @@ _HANDLERS: dict[type, Callable[[TranscriptModel, Any], None]] = {
     TurnWithdrawn: TranscriptModel._withdrawn,
     TurnEnded: TranscriptModel._ended,
     ReplyCut: TranscriptModel._cut,
+    TextQueued: TranscriptModel._queued,
+    QueueDropped: TranscriptModel._dropped,
 }

@@ -301,6 +301,15 @@ def cut_note(limit_s: float | None) -> str:
     return f"… (cut at the reply {'length' if limit_s is None else 'time'} limit)"
 
 
+NO_REPLY_STOPPED = "No reply — stopped before anything was heard"
+NO_REPLY_UNHEARD = "No reply — none of it was heard"
+
+
+def no_reply(outcome: str) -> str:
+    """The mark of a turn that ended with nothing of a reply heard (a failed one says why instead)."""
+    return NO_REPLY_STOPPED if outcome == "aborted" else NO_REPLY_UNHEARD
+
+
 STOP_CAUSES = {
     "you": "stopped by you",
     "push_to_talk": "interrupted: you pressed Talk",

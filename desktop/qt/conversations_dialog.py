@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QHBoxLayout,
     QLabel,
+    QListView,
     QListWidget,
     QListWidgetItem,
     QPushButton,
@@ -20,7 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.model.conversations import ConversationInfo, bubbles_of, list_conversations
+from desktop.model.conversations import ConversationInfo, bubbles_of, list_conversations, when_used
 from desktop.model.transcript_model import TranscriptModel
 from desktop.qt.fit import fit_dialog
 from desktop.qt.style import named
@@ -48,6 +50,9 @@ class ConversationsDialog(QDialog):
         self._current, self._continue_with = current, continue_with
         self.list = QListWidget()
         self.list.setAccessibleName("Past conversations")
+        self.list.setWordWrap(True)  # a long title wraps inside the list: never cut, never scrolled sideways
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list.setResizeMode(QListView.ResizeMode.Adjust)
         self.preview_model = TranscriptModel()
         self.preview = TranscriptView(self.preview_model, PICK)
         self.status = named(QLabel(), "hint")
@@ -79,10 +84,11 @@ class ConversationsDialog(QDialog):
         column.addLayout(row)
 
     def _fill(self, found: list[ConversationInfo]) -> None:
+        now = time.time()
         for info in found:
-            item = QListWidgetItem(_label(info, info.path == self._current))
+            item = QListWidgetItem(_label(info, info.path == self._current, now))
             item.setData(Qt.ItemDataRole.UserRole, info)
-            item.setToolTip(str(info.path))
+            item.setToolTip(_tip(info))
             self.list.addItem(item)
         if not found:
             self.status.setText(NONE_YET)
@@ -116,7 +122,14 @@ class ConversationsDialog(QDialog):
         self.accept()
 
 
-def _label(info: ConversationInfo, current: bool) -> str:
-    started = dt.datetime.fromtimestamp(info.started).strftime("%a %d %b %Y, %H:%M")
+def _label(info: ConversationInfo, current: bool, now: float) -> str:
+    """Labelled with when it was last used, as the list is ordered (newest first)."""
     turns = f"{info.turns} turn{'s' if info.turns != 1 else ''}"
-    return f"{started}{'  (open now)' if current else ''}\n{info.title}  ·  {turns}"
+    return f"{when_used(info.last_used, now)}{'  (open now)' if current else ''}\n{info.title}  ·  {turns}"
+
+
+def _tip(info: ConversationInfo) -> str:
+    """The whole first message, and when the conversation started and was last used."""
+    started = dt.datetime.fromtimestamp(info.started).strftime("%a %d %b %Y, %H:%M")
+    used = dt.datetime.fromtimestamp(info.last_used).strftime("%a %d %b %Y, %H:%M")
+    return f"{info.first or info.title}\n\nStarted {started}; last used {used}\n{info.path}"

@@ -215,6 +215,7 @@ class MainWindow(QMainWindow):
 
     def _opened(self, event: ConversationOpened) -> None:
         self.trace.reset()
+        self.trace.load(event.events)  # a conversation read back shows its turns' figures too
         self.transcript_model.load(bubbles_of(event.events))
         self.model_label.setToolTip(f"This conversation's journal: {event.path}")
 

@@ -63,7 +63,7 @@ def test_a_restart_opens_on_the_last_conversation_and_the_model_remembers_it(
             await _ask(window, "How many people live there?")
             sent = [m.content for m in llm.calls[0].messages if m.role != "system"]
             assert sent == ["What is the capital of France?", "Paris.", "How many people live there?"]
-            assert [t.turn for t in window.trace.turns.values()] == [2]  # numbering goes on
+            assert [t.turn for t in window.trace.turns.values()] == [1, 2]  # restored, and numbering goes on
 
     run(after())
 
