@@ -92,6 +92,7 @@ class Session(Board):
         """`resume`: continue the most recent conversation under `journal_dir` (else a new one starts)."""
         super().__init__()
         self.config = config
+        self.started_with = config  # what the voice read once, at start: its devices run on these until a restart
         self.clock = clock or MonotonicClock()
         self.voice: VoiceIO = voice or SimulatedVoice(self.clock)
         self.keys = keys or KeyStore()

@@ -51,10 +51,12 @@ class PathField(QWidget):
 
 
 class SpeechDetection(QWidget):
-    """The VAD threshold as a slider between two plain ends; the number is in the tooltip."""
+    """The VAD threshold as a slider between two plain ends; the number is in the tooltip. A threshold between two
+    steps stays exact until the slider is moved (saving must not change, and ask a restart for, what was not)."""
 
     def __init__(self, threshold: float) -> None:
         super().__init__()
+        self._exact = threshold
         self.slider = QSlider(Qt.Orientation.Horizontal)
         self.slider.setRange(1, 19)
         self.slider.setValue(round(threshold / STEP))
@@ -69,10 +71,14 @@ class SpeechDetection(QWidget):
         self._explain()
 
     def threshold(self) -> float:
+        if self.slider.value() == round(self._exact / STEP):
+            return self._exact
         return round(self.slider.value() * STEP, 2)
 
     def set_threshold(self, value: float) -> None:
+        self._exact = value
         self.slider.setValue(round(value / STEP))
+        self._explain()
 
     def _explain(self) -> None:
         self.slider.setToolTip(
