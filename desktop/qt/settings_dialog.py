@@ -90,8 +90,8 @@ class SettingsDialog(QDialog):
         self.max_tokens = QSpinBox(minimum=1, maximum=100_000, singleStep=50, value=llm.max_tokens, suffix=" tokens")
         self.max_reply_s = QDoubleSpinBox(decimals=0, minimum=1, maximum=3600, singleStep=10, suffix=" s")
         self.max_reply_s.setValue(llm.max_reply_s)
-        self.input_device = device_box(devices.inputs, audio.input_device)
-        self.output_device = device_box(devices.outputs, audio.output_device)
+        self.input_device = device_box(devices, "input", audio.input_device)
+        self.output_device = device_box(devices, "output", audio.output_device)
         self.voice_path = PathField(
             speech.voice_path, "the bundled Piper voice en_US-joe-medium", "Piper voice", "Piper voices (*.onnx)", pick
         )

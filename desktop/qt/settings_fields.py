@@ -7,6 +7,7 @@ from collections.abc import Callable
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSlider, QWidget
 
+from desktop.model.devices import Devices
 from desktop.qt.style import named
 
 DEFAULT_DEVICE = "System default"
@@ -87,13 +88,14 @@ class SpeechDetection(QWidget):
         )
 
 
-def device_box(names: list[str], current: str) -> QComboBox:
+def device_box(devices: Devices, kind: str, current: str) -> QComboBox:
+    """The devices of `kind` ("input" or "output") by the names a person reads; the current one stays a choice."""
     box = QComboBox()
     box.addItem(DEFAULT_DEVICE, "")
-    for name in names:
-        box.addItem(name, name)
+    for setting in devices.inputs if kind == "input" else devices.outputs:
+        box.addItem(devices.label(setting), setting)
     if current and box.findData(current) < 0:
-        box.addItem(f"{current} (not found now)", current)
+        box.addItem(devices.label(current) + ("" if devices.present(current) else " (not found now)"), current)
     box.setCurrentIndex(max(0, box.findData(current)))
     return box
 
