@@ -12,7 +12,7 @@ from collections import deque
 from typing import Any
 
 from desktop.model.board import Board
-from desktop.model.facts import Problem, StopCause, TurnStopped
+from desktop.model.facts import HandsFreeChanged, Problem, StopCause, TurnStopped
 from engine.events import ReplyHeard, TurnEnded
 
 UNHEARD = "unheard"  # the banner's kind
@@ -20,10 +20,11 @@ IN_A_ROW = 3  # replies ending unheard, one after another, before the banner sho
 BY_THE_PERSON: frozenset[StopCause] = frozenset({"you", "push_to_talk", "settings", "conversation", "closed"})
 
 
-def hearing_itself() -> Problem:
+def hearing_itself(hands_free: bool = True) -> Problem:
+    fix = "Use a headset, turn the volume down, or turn off Hands-free"
     return Problem(
         "Parley keeps stopping as it starts to speak: it may be hearing itself",
-        "Use a headset, turn the volume down, or turn off Hands-free",
+        fix if hands_free else "Use a headset or turn the volume down",
         UNHEARD,
     )
 
@@ -46,9 +47,12 @@ class SilenceWatch:
         self._in_a_row = in_a_row
         self._stopped_by_person: set[int] = set()  # turns, until they end
         self._unheard: deque[bool] = deque(maxlen=in_a_row)  # per reply of the run: cut off (else soundless)
+        self._hands_free = False
 
     def handle(self, event: Any) -> None:
-        if isinstance(event, TurnStopped) and event.cause in BY_THE_PERSON:
+        if isinstance(event, HandsFreeChanged):
+            self._hands_free = event.on
+        elif isinstance(event, TurnStopped) and event.cause in BY_THE_PERSON:
             self._stopped_by_person.add(event.turn)
         elif isinstance(event, TurnEnded):
             self._stopped_by_person.discard(event.turn)
@@ -64,4 +68,4 @@ class SilenceWatch:
             return
         self._unheard.append(reply.interrupted)
         if len(self._unheard) == self._in_a_row and UNHEARD not in self._board.problems:
-            self._board.raise_problem(hearing_itself() if any(self._unheard) else not_playing())
+            self._board.raise_problem(hearing_itself(self._hands_free) if any(self._unheard) else not_playing())

@@ -11,7 +11,7 @@ from pytestqt.qtbot import QtBot
 
 from desktop.config import Config
 from desktop.model.board import Board
-from desktop.model.facts import TurnStopped
+from desktop.model.facts import HandsFreeChanged, TurnStopped
 from desktop.model.session import Session
 from desktop.model.silence import IN_A_ROW, UNHEARD, SilenceWatch
 from desktop.model.voice import SimulatedVoice
@@ -39,6 +39,7 @@ def _end(board: Board, event: ReplyHeard) -> None:
 
 def test_replies_cut_off_before_a_sound_say_parley_may_be_hearing_itself() -> None:
     board, _ = _watched()
+    board.publish(HandsFreeChanged(True))
     for turn in range(1, IN_A_ROW):
         _end(board, _unheard(turn))
         assert UNHEARD not in board.problems  # one or two can be the person talking at once
@@ -49,6 +50,10 @@ def test_replies_cut_off_before_a_sound_say_parley_may_be_hearing_itself() -> No
     assert "Hands-free" in problem.fix
     _end(board, ReplyHeard(IN_A_ROW + 1, 1, "Hello.", "Hello.", False, 400.0))
     assert UNHEARD not in board.problems
+    board.publish(HandsFreeChanged(False))
+    for turn in range(IN_A_ROW + 2, 2 * IN_A_ROW + 2):
+        _end(board, _unheard(turn))
+    assert board.problems[UNHEARD].fix == "Use a headset or turn the volume down"  # Hands-free is off already
 
 
 def test_replies_that_play_without_a_sound_say_the_speaker_is_not_heard() -> None:
@@ -107,7 +112,7 @@ def test_the_window_says_why_parley_is_silent(run: Any, qtbot: QtBot, tmp_path: 
             banner = window.banners.banners["unheard"]
             assert banner.isVisible()
             assert "it may be hearing itself" in banner.label.text()
-            assert "Use a headset" in banner.label.text()
+            assert "Use a headset or turn the volume down" in banner.label.text()
             assert session.send_text("Say hi")
             await until(lambda: "unheard" not in window.banners.banners, within=15, what="a heard reply")
             assert window.transcript_model.assistant(IN_A_ROW + 1).heard == "Hi."
