@@ -12,9 +12,10 @@ from typing import Any
 import numpy as np
 import soxr
 
-from audio.devices import resolve_device, sounddevice
+from audio.devices import DeviceInfo, resolve_device, sounddevice
 from audio.events import AudioUnavailable, CaptureFailed
 from audio.ports import RATE, Frame, run_blocking
+from audio.sound_server import routed
 from audio.stamps import StreamClock
 
 log = logging.getLogger(__name__)
@@ -128,9 +129,13 @@ class Microphone:
         await run_blocking(self._open)
 
     def _open(self) -> None:
-        sd = sounddevice()
         info = resolve_device(self._device, "input")
-        self.device_name = info.name
+        self.device_name = info.server_device or info.name
+        with routed(info.server_device or None, "input"):  # a sound server's source: chosen as the stream opens
+            self._open_on(info)
+
+    def _open_on(self, info: DeviceInfo) -> None:
+        sd = sounddevice()
         try:
             sd.check_input_settings(device=info.index, samplerate=RATE, channels=1, dtype="float32")
         except sd.PortAudioError:
@@ -149,7 +154,7 @@ class Microphone:
             )
             self._stream.start()
         except sd.PortAudioError as error:
-            raise AudioUnavailable(f"cannot open input device {info.name!r}: {error}") from error
+            raise AudioUnavailable(f"cannot open input device {self.device_name!r}: {error}") from error
 
     def _callback(self, indata: np.ndarray, frames: int, times: Any, status: Any) -> None:
         at = self._stream_clock.monotonic(times.inputBufferAdcTime or times.currentTime, times.currentTime)

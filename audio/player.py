@@ -16,10 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from audio.devices import resolve_device, sounddevice
+from audio.devices import DeviceInfo, resolve_device, sounddevice
 from audio.events import AudioUnavailable, PlaybackFailed
 from audio.playout import CoreSink
 from audio.ports import SystemClock, run_blocking
+from audio.sound_server import routed
 from audio.stamps import StreamClock
 
 VOICE_RATE = 22050  # Piper en_US-joe-medium; used as the output rate when the device takes it
@@ -72,9 +73,13 @@ class Player(CoreSink):
         await run_blocking(self._open)
 
     def _open(self) -> None:
-        sd = sounddevice()
         info = resolve_device(self._device, "output")
-        self.device_name = info.name
+        self.device_name = info.server_device or info.name
+        with routed(info.server_device or None, "output"):  # a sound server's sink: chosen as the stream opens
+            self._open_on(info)
+
+    def _open_on(self, info: DeviceInfo) -> None:
+        sd = sounddevice()
         channels = 1
         try:
             sd.check_output_settings(device=info.index, samplerate=self.rate, channels=1, dtype="float32")
@@ -94,7 +99,9 @@ class Player(CoreSink):
             )
             self._stream.start()
         except sd.PortAudioError as error:
-            raise AudioUnavailable(f"cannot open output device {info.name!r} at {self.rate} Hz: {error}") from error
+            raise AudioUnavailable(
+                f"cannot open output device {self.device_name!r} at {self.rate} Hz: {error}"
+            ) from error
 
     def _callback(self, outdata: np.ndarray, frames: int, times: Any, status: Any) -> None:
         now = time.monotonic()

@@ -17,6 +17,7 @@ from adapters.llm.secret import MalformedKey, load_api_key, redact_url
 from adapters.tts.piper_voice import check_voice_files, default_voice_path
 from audio.devices import list_devices, resolve_device
 from audio.events import AudioError
+from audio.sound_server import FRONT, ServerDevice, server_devices
 from audio.vad import SileroModel
 from desktop.config import Config
 from desktop.providers.checks import answered, check_server
@@ -33,8 +34,9 @@ class Check:
         return f"{'ok  ' if self.ok else 'FAIL'}  {self.name}: {self.detail}"
 
 
-def devices_table() -> str:
-    """Every PortAudio device with its index, for `input_device` / `output_device` in the config."""
+def devices_table(server: Callable[[], list[ServerDevice]] = server_devices) -> str:
+    """Every PortAudio device with its index, for `input_device` / `output_device` in the config, then the sound
+    server's own devices (reached through PortAudio's 'pulse' device) with the setting that names each."""
     try:
         devices = list_devices()
     except AudioError as error:
@@ -47,7 +49,12 @@ def devices_table() -> str:
         rows.append(
             f"{d.index:>3}  {d.inputs:>2} {d.outputs:>3}  {d.default_rate:>6.0f}  {d.name} ({d.host_api}) {mark}"
         )
-    return "\n".join([*rows, "(* = default input, default output)"])
+    rows.append("(* = default input, default output)")
+    named = [d for d in server() if not d.monitor] if any(d.name == FRONT for d in devices) else []
+    if named:
+        rows += ["", "On the sound server (the setting names one as pulse:NAME):"]
+        rows += [f"  {d.kind:<6}  {d.setting}  ({d.description})" for d in named]
+    return "\n".join(rows)
 
 
 def doctor(config: Config) -> list[Check]:

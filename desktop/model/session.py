@@ -47,6 +47,7 @@ from desktop.model.hearing import DIDNT_CATCH
 from desktop.model.keyring_store import KeyStore, StoredKey
 from desktop.model.reading import heard_so_far
 from desktop.model.settings_rules import changed, stale_problems, try_connection
+from desktop.model.silence import SilenceWatch
 from desktop.model.switching import release_llm, same_model, spoken_models
 from desktop.model.voice import SimulatedVoice, VoiceCallbacks, VoiceIO, VoiceUnavailable
 from desktop.model.wording import (
@@ -92,6 +93,7 @@ class Session(Board):
         """`resume`: continue the most recent conversation under `journal_dir` (else a new one starts)."""
         super().__init__()
         self.config = config
+        self.started_with = config  # what the voice read once, at start: its devices run on these until a restart
         self.clock = clock or MonotonicClock()
         self.voice: VoiceIO = voice or SimulatedVoice(self.clock)
         self.keys = keys or KeyStore()
@@ -123,6 +125,7 @@ class Session(Board):
         self._first_llm = anyio.Event()  # the first engine's language model loaded, failed, or needs no loading
         self._held_problems: dict[str, Problem] = {}  # device problems that came while settling
         self._listen_again = False  # hands-free stopped on a device problem held while settling
+        self.subscribe(SilenceWatch(self).handle)  # replies that keep ending unheard are explained, not silent
 
     # Lifecycle
 

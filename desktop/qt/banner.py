@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QPushBu
 from desktop.model.facts import ModelLoading, Problem, ProblemCleared, ProblemRaised
 
 SETTINGS_KINDS = frozenset(
-    {"auth", "unreachable", "missing_model", "no_engine", "config", "quota", "no_microphone", "no_speaker"}
+    {"auth", "unreachable", "missing_model", "no_engine", "config", "quota", "no_microphone", "no_speaker", "unheard"}
 )
 
 

@@ -85,11 +85,13 @@ class SettingsDialog(QDialog):
         self.test_button.clicked.connect(self._test)
         self.test_result = named(QLabel(), "hint")
         self.test_result.setWordWrap(True)
+        self._testing = False  # a connection test is under way
+        self._asked = 0  # which provider choice a test under way is about
         self.max_tokens = QSpinBox(minimum=1, maximum=100_000, singleStep=50, value=llm.max_tokens, suffix=" tokens")
         self.max_reply_s = QDoubleSpinBox(decimals=0, minimum=1, maximum=3600, singleStep=10, suffix=" s")
         self.max_reply_s.setValue(llm.max_reply_s)
-        self.input_device = device_box(devices.inputs, audio.input_device)
-        self.output_device = device_box(devices.outputs, audio.output_device)
+        self.input_device = device_box(devices, "input", audio.input_device)
+        self.output_device = device_box(devices, "output", audio.output_device)
         self.voice_path = PathField(
             speech.voice_path, "the bundled Piper voice en_US-joe-medium", "Piper voice", "Piper voices (*.onnx)", pick
         )
@@ -157,7 +159,9 @@ class SettingsDialog(QDialog):
         fit_dialog(self)
 
     def _provider_changed(self) -> None:
-        """The fields the chosen provider reads are enabled."""
+        """The fields the chosen provider reads are enabled; what a test of another provider said goes."""
+        self._asked += 1
+        self.test_result.clear()
         chosen = provider_named(str(self.provider.currentData()))
         reads = chosen.settings if chosen is not None else ()
         self.base_url.setEnabled("base_url" in reads)
@@ -189,21 +193,25 @@ class SettingsDialog(QDialog):
         self._show_key_state()
 
     def _test(self) -> None:
-        if self._tester is None:
+        """Ask the provider; the button stays enabled (a disabled one would throw the focus onto the next field,
+        "Longest reply" with its number selected, issue 37) and a second press meanwhile asks nothing."""
+        if self._tester is None or self._testing:
             return
         try:
             config = check(self.form_config())
         except ConfigError as error:
-            self._tested(False, str(error).removeprefix("Settings: "))
+            self._tested(self._asked, False, str(error).removeprefix("Settings: "))
             return
-        self.test_button.setEnabled(False)
+        self._testing = True
         self.test_result.setText("Asking the provider…")
-        self._tester(config, self.api_key.text().strip(), self._tested)
+        asked = self._asked
+        self._tester(config, self.api_key.text().strip(), lambda ok, words: self._tested(asked, ok, words))
 
-    def _tested(self, ok: bool, words: str) -> None:
-        chosen = provider_named(str(self.provider.currentData()))
-        self.test_button.setEnabled(chosen is not None and chosen.over_http)
-        self.test_result.setText(("✓ " if ok else "✗ ") + words)
+    def _tested(self, asked: int, ok: bool, words: str) -> None:
+        """The verdict, unless the provider was changed since it was asked (it would be about another one)."""
+        self._testing = False
+        if asked == self._asked:
+            self.test_result.setText(("✓ " if ok else "✗ ") + words)
 
     def form_config(self) -> Config:
         c = self._config

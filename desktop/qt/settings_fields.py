@@ -7,6 +7,7 @@ from collections.abc import Callable
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSlider, QWidget
 
+from desktop.model.devices import Devices
 from desktop.qt.style import named
 
 DEFAULT_DEVICE = "System default"
@@ -51,10 +52,12 @@ class PathField(QWidget):
 
 
 class SpeechDetection(QWidget):
-    """The VAD threshold as a slider between two plain ends; the number is in the tooltip."""
+    """The VAD threshold as a slider between two plain ends; the number is in the tooltip. A threshold between two
+    steps stays exact until the slider is moved (saving must not change, and ask a restart for, what was not)."""
 
     def __init__(self, threshold: float) -> None:
         super().__init__()
+        self._exact = threshold
         self.slider = QSlider(Qt.Orientation.Horizontal)
         self.slider.setRange(1, 19)
         self.slider.setValue(round(threshold / STEP))
@@ -69,10 +72,14 @@ class SpeechDetection(QWidget):
         self._explain()
 
     def threshold(self) -> float:
+        if self.slider.value() == round(self._exact / STEP):
+            return self._exact
         return round(self.slider.value() * STEP, 2)
 
     def set_threshold(self, value: float) -> None:
+        self._exact = value
         self.slider.setValue(round(value / STEP))
+        self._explain()
 
     def _explain(self) -> None:
         self.slider.setToolTip(
@@ -81,13 +88,14 @@ class SpeechDetection(QWidget):
         )
 
 
-def device_box(names: list[str], current: str) -> QComboBox:
+def device_box(devices: Devices, kind: str, current: str) -> QComboBox:
+    """The devices of `kind` ("input" or "output") by the names a person reads; the current one stays a choice."""
     box = QComboBox()
     box.addItem(DEFAULT_DEVICE, "")
-    for name in names:
-        box.addItem(name, name)
+    for setting in devices.inputs if kind == "input" else devices.outputs:
+        box.addItem(devices.label(setting), setting)
     if current and box.findData(current) < 0:
-        box.addItem(f"{current} (not found now)", current)
+        box.addItem(devices.label(current) + ("" if devices.present(current) else " (not found now)"), current)
     box.setCurrentIndex(max(0, box.findData(current)))
     return box
 

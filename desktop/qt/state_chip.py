@@ -7,7 +7,8 @@ from typing import Any
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QWidget
 
-from desktop.model.facts import EngineClosed, EngineOpened, HandsFreeChanged, ModelLoading, StartedUp
+from desktop.model.facts import EngineClosed, EngineOpened, HandsFreeChanged, ModelLoading, ProblemCleared, StartedUp
+from desktop.model.session import TURN_PROBLEMS
 from desktop.model.wording import LOADING, failure_reason, state_label
 from desktop.qt.style import CHIP_COLOURS
 from engine.clock import Clock
@@ -18,8 +19,9 @@ PILL = "border-radius: 11px; padding: 4px 16px; font-weight: 600;"  # radius abo
 
 
 class StateChip(QLabel):
-    """Shows the engine state; a failed turn stays shown (in plain words) until the next turn starts; while Parley
-    starts (`starting`) or a model loads, idle is "Loading models…", not "Ready"."""
+    """Shows the engine state; a failed turn stays shown (in plain words) until the next turn starts or the settings
+    change what it was about (another model, or the address or key its banner asked to fix); while Parley starts
+    (`starting`) or a model loads, idle is "Loading models…", not "Ready"."""
 
     shown = Signal(str)  # every text the chip displays, in order (tests and accessibility)
 
@@ -32,6 +34,7 @@ class StateChip(QLabel):
         self._backoff: BackoffInfo | None = None
         self._failed: str | None = None
         self._stopped: str | None = None  # why no conversation runs (it cannot be saved, say)
+        self._model: tuple[str, str] | None = None  # the language model running (provider, model)
         self._hands_free = False
         self._starting = starting
         self._loading: set[str] = set()  # models loading now (a settings change loads them too)
@@ -59,7 +62,18 @@ class StateChip(QLabel):
             self._model_loading(event)
         elif isinstance(event, EngineClosed | EngineOpened):
             self._stopped = event.why if isinstance(event, EngineClosed) and event.why else None
+            if isinstance(event, EngineOpened):
+                self._engine_opened(event)
             self._render()
+        elif isinstance(event, ProblemCleared) and event.kind in TURN_PROBLEMS:
+            self._failed = None  # the settings changed what the failure was about: the next turn will tell
+            self._render()
+
+    def _engine_opened(self, event: EngineOpened) -> None:
+        """A failure of another language model (the provider was switched) is not this one's."""
+        if self._model is not None and (event.provider, event.model) != self._model:
+            self._failed = None
+        self._model = (event.provider, event.model)
 
     def _model_loading(self, progress: ModelLoading) -> None:
         if progress.phase == "loading":

@@ -330,8 +330,9 @@ class MainWindow(QMainWindow):
             self.models_dialog = None
 
     def _settings_saved(self, config: Config, key_stored: bool, key_problem: str) -> None:
-        """Apply what applies live; say where a key that could not be stored can go; offer a restart."""
-        later = restart_needed(self.session.config, config)
+        """Apply what applies live; say where a key that could not be stored can go; offer a restart when what
+        takes effect only then differs from what runs (not from what was saved last: put back, nothing changes)."""
+        later = restart_needed(self.session.started_with, config)
         self.session.apply_settings(config, key_changed=key_stored)
         if key_problem:
             self.session.raise_problem(key_not_stored(key_problem))

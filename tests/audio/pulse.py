@@ -124,16 +124,16 @@ def headset(pulse: Pulse) -> Iterator[None]:
         _poll(lambda: sink_latencies_us()[pulse.speaker] < 100_000, 10, "the speaker's sink at low latency again")
 
 
-def sink_latencies_us(*, configured: bool = False) -> dict[str, int]:
-    """Per sink of ours: how far ahead of the clock it has rendered (new audio waits that long), or `configured`:
-    the render block it runs at (2 s when no client asks for less)."""
+def sink_latencies_us(*, configured: bool = False, sinks: tuple[str, ...] = SINKS) -> dict[str, int]:
+    """Per sink of ours (or of `sinks`): how far ahead of the clock it has rendered (new audio waits that long), or
+    `configured`: the render block it runs at (2 s when no client asks for less)."""
     latencies: dict[str, int] = {}
     name = ""
     for line in pactl("list", "sinks").splitlines():
         line = line.strip()
         if line.startswith("Name:"):
             name = line.split(":", 1)[1].strip()
-        elif line.startswith("Latency:") and name in SINKS:  # "Latency: 2773 usec, configured 9977 usec"
+        elif line.startswith("Latency:") and name in sinks:  # "Latency: 2773 usec, configured 9977 usec"
             latencies[name] = int(line.split()[4 if configured else 1])
     return latencies
 
