@@ -8,8 +8,9 @@ from the same recurrent context as without the gate.
 
 A level floor keeps what follows a person's words from prolonging them: a window far under the loudest of their
 own recent speech (a breath in after a sentence) goes on a silence that has begun even where Silero hears voice,
-and starts no speech, so the pause that asks "is the turn over?" opens when the words end, not after the breath. The peak rises only
-on the user's speech (not while a reply plays, when the room may hold Parley's echo) and falls away in silence.
+and starts no speech, so the pause that asks "is the turn over?" opens when the words end, not after the breath.
+The peak rises only on the user's speech (not while a reply plays, when the room may hold Parley's echo) and
+falls away in silence.
 """
 
 from __future__ import annotations
