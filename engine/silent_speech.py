@@ -28,6 +28,7 @@ class _Playing:
 class _TurnAudio:
     queue: list[_Playing] = field(default_factory=list)
     silenced: bool = False
+    space: str = ""  # whitespace said on its own (a model's " " before "56"), kept for the next segment
 
 
 class SilentSpeech:
@@ -42,10 +43,14 @@ class SilentSpeech:
 
     async def say(self, key: SpeechKey, text: str, signal: CancelSignal) -> None:
         audio = self._turns.setdefault(key.turn, _TurnAudio())
-        if audio.silenced or signal.cancelled or not text.strip():
+        if audio.silenced or signal.cancelled:
             if text.strip():
                 self.dropped.append((key, text))
             return
+        if not text.strip():
+            audio.space += text
+            return
+        text, audio.space = audio.space + text, ""
         segment = self._segment(key, len(audio.queue), text)
         starts_at = max(self._clock.now(), self._busy_until)
         self._busy_until = starts_at + segment.duration_ms / 1000

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from engine.heard import heard_of
 from engine.speech import SpeechKey, SpokenSegment, WordTiming
 
@@ -44,3 +46,18 @@ def test_nothing_played_means_nothing_heard() -> None:
 def test_punctuation_inside_the_heard_span_is_kept_and_order_is_by_index() -> None:
     heard = heard_of([_segment(1, "second part", 0), _segment(0, "First, quickly: ", 400)])
     assert heard.text == "First, quickly:"
+
+
+@pytest.mark.anyio
+async def test_silent_speech_keeps_a_space_said_on_its_own() -> None:
+    """A model streams " " and "56" as two pieces: the words heard read "is 56", not "is56"."""
+    from adapters.contract import CancelSignal
+    from engine.silent_speech import SilentSpeech
+    from engine.testing import VirtualClock
+
+    clock = VirtualClock()
+    speech = SilentSpeech(clock)
+    for piece in ("Half of a hundred is", " ", "56", "."):
+        await speech.say(KEY, piece, CancelSignal())
+    await clock.advance(10.0)
+    assert heard_of(speech.report(1)).text == "Half of a hundred is 56."
