@@ -34,6 +34,16 @@ class Devices:
         return setting in self.labels or setting in self.inputs or setting in self.outputs
 
 
+def shown_device(setting: str | None, server: Callable[[], list[ServerDevice]] = server_devices) -> str:
+    """A device setting in the words a person reads: a sound server's device by its description."""
+    if not setting:
+        return "system default"
+    name = server_name(setting)
+    if name is None:
+        return setting
+    return next((d.description for d in server() if d.name == name), name)
+
+
 def list_devices(server: Callable[[], list[ServerDevice]] = server_devices) -> Devices:
     try:
         import sounddevice

@@ -21,6 +21,7 @@ from audio.devices import NO_PORTAUDIO
 from audio.events import AudioUnavailable
 from desktop.config import AudioConfig, Config
 from desktop.errors import BadInput
+from desktop.model.devices import shown_device
 from desktop.model.facts import ModelLoading, Problem
 from desktop.model.hearing import dropped_problem
 from desktop.model.voice import VoiceEvents, VoiceUnavailable
@@ -109,10 +110,10 @@ class LiveVoice:
                 "(real Whisper and Piper; the reply audio is recorded, not played)."
             )
         audio = self._config.audio
-        speaker = (audio.output_device or "system default") if self._has_speaker else "none (replies are silent)"
+        speaker = shown_device(audio.output_device) if self._has_speaker else "none (replies are silent)"
         return (
             "Hold Talk (or Space) while you speak, or while Parley speaks to stop it; with Hands-free on, just talk. "
-            f"Microphone: {audio.input_device or 'system default'}; speaker: {speaker}."
+            f"Microphone: {shown_device(audio.input_device)}; speaker: {speaker}."
         )
 
     @property

@@ -25,7 +25,7 @@ from audio.ports import Frame
 from audio.sound_server import ServerDevice, server_devices
 from desktop.config import AudioConfig, Config
 from desktop.doctor import devices_table
-from desktop.model.devices import Devices, from_query, list_devices
+from desktop.model.devices import Devices, from_query, list_devices, shown_device
 from desktop.model.keyring_store import KeyStore
 from desktop.model.live_voice import probe_devices
 from desktop.qt.settings_dialog import SettingsDialog
@@ -113,6 +113,14 @@ def test_the_lists_offer_the_servers_devices_by_name_and_no_monitor() -> None:
         "USB Headset (usb-1)",
         "USB Headset (usb-2)",
     ]
+
+
+def test_the_window_names_a_server_device_as_the_desktop_does() -> None:
+    named = lambda: server_devices(_json_pactl)  # noqa: E731
+    assert shown_device(JABRA, named) == "Jabra Evolve2 65"
+    assert shown_device("pulse:gone_sink", named) == "gone_sink"
+    assert shown_device(None, named) == "system default"
+    assert shown_device("hw:0,0", named) == "hw:0,0"
 
 
 def test_the_dialog_shows_the_names_and_keeps_what_was_chosen(qtbot: QtBot, memory_keyring: MemoryKeyring) -> None:
