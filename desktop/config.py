@@ -252,14 +252,12 @@ def validate(config: Config, where: str, names: Mapping[str, str] | None = None)
 
 
 def _check_language(config: Config, where: str, name: str | None) -> Config:
-    """"detect" or a language Parley knows (any case, spaces around it), written as Whisper takes it."""
+    """ "detect" or a language Parley knows (any case, spaces around it), written as Whisper takes it."""
     given = config.speech.language
     code = given.strip().lower()
     if code not in CHOICES:
         shown = name or "[speech] language ="
-        raise ConfigError(
-            f"{where}: {shown} {given!r} is not a language Parley knows; use one of {', '.join(CHOICES)}"
-        )
+        raise ConfigError(f"{where}: {shown} {given!r} is not a language Parley knows; use one of {', '.join(CHOICES)}")
     return config if code == given else replace(config, speech=replace(config.speech, language=code))
 
 

@@ -37,10 +37,10 @@ class Spoken:
             return ""
         needs = " and ".join(_need(entry, self.asked) for entry in self.missing)
         gets = " and ".join(f"`parley models get {entry.id}`" for entry in self.missing)
+        them = "them" if len(self.missing) > 1 else "it"
         return (
-            f"{language_name(self.asked).capitalize()} needs {needs}: get {'them' if len(self.missing) > 1 else 'it'} in "
-            f"Settings → Models or with {gets}; "
-            "until then Parley listens and speaks English"
+            f"{language_name(self.asked).capitalize()} needs {needs}: get {them} in Settings → Models or with "
+            f"{gets}; until then Parley listens and speaks English"
         )
 
 

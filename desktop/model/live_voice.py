@@ -19,6 +19,7 @@ from adapters.llm.models import ModelError
 from adapters.tts.piper_voice import PiperSynthesizer
 from audio.devices import NO_PORTAUDIO
 from audio.events import AudioUnavailable
+from desktop.catalog.languages import running
 from desktop.config import AudioConfig, Config
 from desktop.errors import BadInput
 from desktop.model.devices import shown_device
@@ -42,7 +43,6 @@ from desktop.model.wording import (
 )
 from desktop.pipeline import facts
 from desktop.pipeline.devices import fixture_devices, probe, real_devices
-from desktop.catalog.languages import running
 from desktop.pipeline.parts import speech_models
 from desktop.pipeline.scenario_play import Stage, play
 from desktop.pipeline.voice import PIPER, WHISPER, Binding, VoicePipeline, playback_failed_to
