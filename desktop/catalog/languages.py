@@ -44,6 +44,16 @@ class Spoken:
         )
 
 
+def note(spoken: Spoken) -> str:
+    """What the Settings dialog says under the language: what is missing, or how it changes listening."""
+    if spoken.problem or spoken.asked == ENGLISH:
+        return spoken.problem
+    rules = "The end-of-turn word rules are English: turns end on the end-of-turn model and the pause alone."
+    if spoken.asked == DETECT:
+        return f"Parley hears whichever language you speak and answers in it; its voice stays the same. {rules}"
+    return f"Parley hears and answers in {language_name(spoken.asked)}. {rules}"
+
+
 def spoken(config: Config, catalogue: Catalogue | None = None, store: Store | None = None) -> Spoken:
     """The models and the language to run `config` with (English: unchanged, and nothing read from disk)."""
     language = config.speech.language
