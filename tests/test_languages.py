@@ -9,6 +9,7 @@ import json
 import shutil
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,19 +20,24 @@ from audio.events import SpeechEnded, SpeechStarted
 from desktop.catalog.entries import Catalogue, Entry, load_catalogue
 from desktop.catalog.languages import note, spoken, voice_language
 from desktop.catalog.store import Receipt, Store
+from desktop.cli import main
 from desktop.config import Config, ConfigError, SpeechConfig, load, with_language
 from desktop.languages import CHOICES, LANGUAGES
 from desktop.pipeline.devices import fixture_devices
 from desktop.pipeline.parts import prompt_for, speech_models
 from desktop.pipeline.voice import VoicePipeline
+from engine.journal import read_events
 from engine.prompt_languages import PROMPTS
 from engine.testing.clock import VirtualClock
+from tests.fault_behaviours import text_stream
+from tests.fault_server import FaultServer
+from tests.hf_server import running as hf_running
 
 WALL = dt.datetime(2025, 6, 3, 14, 5, tzinfo=dt.UTC)
 
 
-def _german(config: Config = Config()) -> Config:
-    return with_language(config, "de")
+def _german(config: Config | None = None) -> Config:
+    return with_language(config or Config(), "de")
 
 
 def _install(store: Store, entry: Entry, source: Path | None = None) -> None:
@@ -233,3 +239,46 @@ def test_the_pipeline_switches_the_word_rules_with_the_transcriber() -> None:
     assert not pipeline.turn_taking().config.word_rules
     pipeline.use_models(WhisperTranscriber(default_model_dir(), language=None), None)  # detect
     assert not pipeline.turn_taking().config.word_rules
+
+
+# The command line, with the models got from a Hugging Face-compatible server on 127.0.0.1
+
+
+@pytest.mark.slow
+def test_parley_run_in_german_once_its_models_are_got(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fault_server: FaultServer
+) -> None:
+    monkeypatch.setenv("PARLEY_MODELS_DIR", str(tmp_path / "models"))
+    monkeypatch.setenv("PARLEY_LLM_API_KEY", "sk-test")
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+
+    def run(out: Path) -> tuple[dict[str, Any], str]:
+        fault_server.push(text_stream("Hallo!"))
+        args = ["run", "--text", "Hallo", "--out", str(out), "--fast", "--language", "de", "--llm", "openai",
+                "--retries", "0", "--llm-base-url", fault_server.base_url, "--config", str(tmp_path / "none.toml")]  # fmt: skip
+        (tmp_path / "none.toml").write_text("")
+        assert main(args) == 0
+        start = next(e for e in read_events(out / "journal.jsonl") if e["type"] == "session/start")
+        return start, fault_server.requests[-1].json["messages"][0]["content"]
+
+    start, system = run(tmp_path / "before")
+    err = capsys.readouterr().err
+    assert "parley: German needs speech recognition for many languages" in err
+    assert "`parley models get whisper-tiny`" in err
+    assert (start["language"], system.startswith("You are Parley")) == ("en", True)  # it went on in English
+
+    with hf_running() as hub:  # tiny.en's files and Joe's voice stand in for tiny and Thorsten's
+        for name in ("config.json", "model.bin", "tokenizer.json", "vocabulary.txt"):
+            hub.host("Systran/faster-whisper-tiny", name, default_model_dir() / name)
+        thorsten = "de/de_DE/thorsten/medium/de_DE-thorsten-medium.onnx"
+        voice = default_voice_path()
+        hub.host("rhasspy/piper-voices", thorsten, voice, revision="v1.0.0")
+        hub.host("rhasspy/piper-voices", thorsten + ".json", voice.with_name(voice.name + ".json"), "v1.0.0")
+        monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
+        for model_id in ("whisper-tiny", "de_DE-thorsten-medium"):
+            assert main(["models", "get", model_id, "--no-probe"]) == 0
+    capsys.readouterr()
+    start, system = run(tmp_path / "after")
+    assert "German needs" not in capsys.readouterr().err
+    assert start["language"] == "de"
+    assert system.startswith("Du bist Parley"), system
