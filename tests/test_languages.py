@@ -254,9 +254,10 @@ def test_parley_run_in_german_once_its_models_are_got(
 
     def run(out: Path) -> tuple[dict[str, Any], str]:
         fault_server.push(text_stream("Hallo!"))
+        config = tmp_path / "none.toml"
+        config.write_text("")
         args = ["run", "--text", "Hallo", "--out", str(out), "--fast", "--language", "de", "--llm", "openai",
-                "--retries", "0", "--llm-base-url", fault_server.base_url, "--config", str(tmp_path / "none.toml")]  # fmt: skip
-        (tmp_path / "none.toml").write_text("")
+                "--retries", "0", "--llm-base-url", fault_server.base_url, "--config", str(config)]  # fmt: skip
         assert main(args) == 0
         start = next(e for e in read_events(out / "journal.jsonl") if e["type"] == "session/start")
         return start, fault_server.requests[-1].json["messages"][0]["content"]
