@@ -108,8 +108,8 @@ def _reason(error: Exception) -> str:
 def _session(model: Path) -> onnxruntime.InferenceSession:
     """The voice with its phoneme alignments exposed (patched in memory, as `PiperVoice.load` does), run by a pool
     whose threads sleep when a synthesis ends: ONNX Runtime's default lets them spin on, and on two cores that spin
-    took a core from llama.cpp as it generated the rest of the reply (fixture A/B, 2 x 30 turns: the first
-    audio ~15 ms sooner at p50)."""
+    took a core from llama.cpp as it generated the rest of the reply, and the first audio came later (figures:
+    docs/decisions/0002)."""
     proto = onnx.load(str(model))
     try:
         add_alignment_output(proto)

@@ -383,6 +383,6 @@ async def open_ears(
 
 
 async def give_back_heap() -> None:
-    """Each Whisper pass frees ~24 MB that glibc keeps for the next; once an utterance is over, hand it back. Not
-    after every pass: the next pass faults the pages in again, 13-16 ms (adapters/contract/heap.py)."""
+    """Each Whisper pass frees memory that glibc keeps for the next; once an utterance is over, hand it back. Not
+    after every pass: the next pass would fault the pages in again (adapters/contract/heap.py)."""
     await run_blocking(give_back_free_heap)
