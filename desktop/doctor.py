@@ -15,8 +15,8 @@ from adapters.llm.openai_compat import endpoint
 from adapters.llm.proxy import ProxySettingError, proxy_for, without_credentials
 from adapters.llm.secret import MalformedKey, load_api_key, redact_url
 from adapters.tts.piper_voice import check_voice_files, default_voice_path
-from audio.devices import list_devices, resolve_device
 from audio.events import AudioError
+from audio.portaudio import list_devices, resolve_device
 from audio.sound_server import FRONT, ServerDevice, server_devices
 from audio.vad import SileroModel
 from desktop.config import Config

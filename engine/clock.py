@@ -1,4 +1,5 @@
-"""The clock is injected into everything that waits, so tests run on virtual time and `--fast` skips idle time.
+"""Clocks (adapters.contract.clock) are injected into everything that waits, so tests run on virtual time and
+`--fast` skips idle time.
 
 `SkippingClock` is the one fast-forward clock: on virtual time (tests) or on real time (`parley run --fast`). While
 `autojump()` runs, it jumps to the next sleeper's deadline whenever the loop has nothing to run and no real work is
@@ -14,7 +15,6 @@ import itertools
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Protocol
 
 import anyio
 
@@ -22,14 +22,6 @@ from adapters.contract.tasks import open_tasks
 from adapters.contract.workers import real_work_under_way
 
 IDLE_POLL_S = 0.002  # how often a busy or empty clock looks again (real seconds)
-
-
-class Clock(Protocol):
-    def now(self) -> float:
-        """Monotonic seconds."""
-        ...
-
-    async def sleep(self, seconds: float) -> None: ...
 
 
 class MonotonicClock:

@@ -26,8 +26,8 @@ import numpy as np
 
 from adapters.contract.workers import run_blocking
 from audio.capture import Microphone
-from audio.devices import refresh
 from audio.player import Player
+from audio.portaudio import refresh
 from audio.ports import Frame
 from desktop.assets import fixture
 from desktop.bench.http_provider import source_tree_on_path
@@ -35,7 +35,7 @@ from desktop.bench.loudspeaker import LoudspeakerRuns, loudspeaker_runs
 from desktop.bench.scenarios import Heard, hear
 from desktop.bench.sessions import QUESTION, Models, cpu_while_idle
 from desktop.bench.signals import offset_s, onset_s, silent_from_s
-from desktop.pipeline.devices import Devices
+from desktop.pipeline.audio_io import Devices
 from desktop.pipeline.ears import Ears
 from desktop.pipeline.metrics import SessionMetrics
 from desktop.pipeline.run import open_voice_session

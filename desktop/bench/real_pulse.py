@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.contract.workers import run_blocking
-from audio.devices import refresh
+from audio.portaudio import refresh
 from audio.wav import save_wav
 from desktop.bench.pulse import PulseUnavailable, _kit, _speech_end_at, _until, rig
 from desktop.bench.real_speech import Clip

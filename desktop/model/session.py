@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 
 from adapters.contract import LlmAdapter, User
+from adapters.contract.clock import Clock
 from adapters.contract.tasks import Tasks, open_tasks
 from adapters.contract.workers import run_blocking
 from adapters.llm.models import ModelError
@@ -61,7 +62,7 @@ from desktop.model.wording import (
     problem_for_failure,
 )
 from desktop.pipeline.parts import LlmChoice, llm_choice
-from engine.clock import Clock, MonotonicClock
+from engine.clock import MonotonicClock
 from engine.conversation import Conversation
 from engine.events import State, StateChanged, TurnEnded, TurnStarted
 from engine.inbox import UserInput
