@@ -20,7 +20,7 @@ from typing import Protocol
 import anyio
 
 from adapters.contract.clock import Clock
-from adapters.contract.tasks import open_tasks
+from adapters.runtime.tasks import open_tasks
 from audio.events import BargeIn, BargeInConfirmed, FalseBargeInResumed, OnsetPaused, OnsetResumed
 
 log = logging.getLogger(__name__)

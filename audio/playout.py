@@ -12,7 +12,7 @@ import threading
 import numpy as np
 
 from adapters.contract.clock import Clock
-from adapters.contract.pcm import resample, to_mono_float32
+from adapters.runtime.pcm import resample, to_mono_float32
 from audio.events import PlaybackFailed
 from audio.levels import within_ceiling
 from audio.ports import SegmentId, SegmentProgress

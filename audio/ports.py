@@ -10,7 +10,7 @@ from typing import Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
-from adapters.contract.workers import run_blocking
+from adapters.runtime.workers import run_blocking
 from audio.events import CaptureFailed, PlaybackFailed
 
 __all__ = [

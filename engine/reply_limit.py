@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 
 from adapters.contract import CancelCause, CancelSignal, Hook, Parent
 from adapters.contract.clock import Clock
-from adapters.contract.tasks import open_tasks
+from adapters.runtime.tasks import open_tasks
 from engine.speech import SpeechKey, SpokenSegment
 from engine.turn import Turn
 

@@ -29,7 +29,7 @@ import anyio
 
 from adapters.contract import CancelSignal, GenerateOptions, Hook, LlmAdapter, LlmError, StreamChunk
 from adapters.contract.clock import Clock
-from adapters.contract.tasks import Tasks, open_tasks
+from adapters.runtime.tasks import Tasks, open_tasks
 from engine.ahead import Ahead
 from engine.journal import Event, Journal
 from engine.prompt import PromptBuilder

@@ -9,7 +9,7 @@ import anyio
 
 from adapters.contract import CancelSignal, ToolCall, ToolSpec, stopped
 from adapters.contract.clock import Clock
-from adapters.contract.tasks import open_tasks
+from adapters.runtime.tasks import open_tasks
 from engine.turn import Turn
 
 OK = "OK"

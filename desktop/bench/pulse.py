@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from adapters.contract.workers import run_blocking
+from adapters.runtime.workers import run_blocking
 from audio.capture import Microphone
 from audio.player import Player
 from audio.portaudio import refresh

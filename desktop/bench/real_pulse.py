@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.contract.workers import run_blocking
+from adapters.runtime.workers import run_blocking
 from audio.portaudio import refresh
 from audio.wav import save_wav
 from desktop.bench.pulse import PulseUnavailable, _kit, _speech_end_at, _until, rig

@@ -15,8 +15,8 @@ from pathlib import Path
 from adapters.asr.whisper import WhisperTranscriber
 from adapters.contract import CancelSignal
 from adapters.contract.clock import Clock
-from adapters.contract.tasks import open_tasks
-from adapters.llm.models import ModelError
+from adapters.runtime.model_files import ModelError
+from adapters.runtime.tasks import open_tasks
 from adapters.tts.piper_voice import PiperSynthesizer
 from audio.events import AudioUnavailable
 from audio.portaudio import NO_PORTAUDIO

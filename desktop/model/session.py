@@ -19,10 +19,10 @@ import anyio
 
 from adapters.contract import LlmAdapter, User
 from adapters.contract.clock import Clock
-from adapters.contract.tasks import Tasks, open_tasks
-from adapters.contract.workers import run_blocking
-from adapters.llm.models import ModelError
 from adapters.llm.secret import Secret
+from adapters.runtime.model_files import ModelError
+from adapters.runtime.tasks import Tasks, open_tasks
+from adapters.runtime.workers import run_blocking
 from desktop.config import Config, data_dir
 from desktop.errors import BadInput
 from desktop.model.board import Board

@@ -28,10 +28,10 @@ from typing import Any
 from adapters.asr.incremental import IncrementalTranscriber
 from adapters.contract import Disposed, User
 from adapters.contract.clock import Clock
-from adapters.contract.heap import give_back_free_heap
 from adapters.contract.speech_io import Transcriber, Transcript
-from adapters.contract.tasks import ErrorHandler, Tasks, open_tasks
-from adapters.contract.workers import run_blocking
+from adapters.runtime.heap import give_back_free_heap
+from adapters.runtime.tasks import ErrorHandler, Tasks, open_tasks
+from adapters.runtime.workers import run_blocking
 from audio.bargein import BargeInDetector
 from audio.endpoint import EndpointPolicy, TurnDecided
 from audio.events import BargeIn, BargeInConfirmed, CaptureFailed, FalseBargeInResumed, SpeechEnded, SpeechStarted
@@ -386,5 +386,5 @@ async def open_ears(
 
 async def give_back_heap() -> None:
     """Each Whisper pass frees memory that glibc keeps for the next; once an utterance is over, hand it back. Not
-    after every pass: the next pass would fault the pages in again (adapters/contract/heap.py)."""
+    after every pass: the next pass would fault the pages in again (adapters/runtime/heap.py)."""
     await run_blocking(give_back_free_heap)

@@ -16,10 +16,10 @@ import anyio
 
 from adapters.asr.whisper import WhisperTranscriber
 from adapters.contract.clock import Clock
-from adapters.contract.private_files import private_dir, write_private_text
-from adapters.contract.tasks import open_tasks
-from adapters.contract.workers import run_blocking
 from adapters.llm.secret import Secret, load_api_key
+from adapters.runtime.private_files import private_dir, write_private_text
+from adapters.runtime.tasks import open_tasks
+from adapters.runtime.workers import run_blocking
 from adapters.tts.piper_voice import PiperSynthesizer
 from audio.wav import load_wav
 from desktop.config import Config

@@ -23,9 +23,9 @@ import numpy as np
 from adapters.contract import CancelSignal
 from adapters.contract.clock import Clock
 from adapters.contract.speech_io import Synthesizer, Transcriber
-from adapters.contract.tasks import Tasks, open_tasks
 from adapters.contract.turn import EndOfTurnModel
-from adapters.llm.models import ModelError
+from adapters.runtime.model_files import ModelError
+from adapters.runtime.tasks import Tasks, open_tasks
 from audio.aec import EchoCanceller
 from audio.bargein import BargeInDetector
 from audio.endpoint import PAUSE_SILENCE_MS, EndpointConfig

@@ -19,7 +19,7 @@ from adapters.contract import (
 )
 from adapters.contract.clock import Clock
 from adapters.contract.llm import EMPTY_RESPONSE, FailureCode
-from adapters.contract.workers import StopFlag, run_blocking, run_job
+from adapters.runtime.workers import StopFlag, run_blocking, run_job
 from engine.clock import MonotonicClock
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from adapters.contract import CancelSignal, User
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Transcript
-from adapters.contract.workers import running
+from adapters.runtime.workers import running
 from adapters.testing_speech import FakeSynthesizer, FakeTranscriber
 from adapters.testing_turn import FakeEndOfTurnModel
 from audio.endpoint import PAUSE_SILENCE_MS
