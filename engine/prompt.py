@@ -20,14 +20,12 @@ from typing import Protocol
 from adapters.contract import CancelSignal, Message
 from engine.history import build_history
 from engine.journal import Event
+from engine.prompt_languages import PROMPTS, date_sentence
+from engine.prompt_languages import system_prompt as system_prompt_for
 
-DEFAULT_SYSTEM_PROMPT = (
-    "You are Parley, a friendly voice companion. Answer in one to three short spoken sentences. "
-    "No lists, no markdown, no emoji."
-)
-_DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-           "November", "December")  # fmt: skip  # English whatever the locale: the prompt is English
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "HistoryPrompt", "PromptBuilder", "local_now", "now_sentence", "system_prompt_for"]
+
+DEFAULT_SYSTEM_PROMPT = PROMPTS["en"]
 
 
 def local_now() -> dt.datetime:
@@ -35,11 +33,10 @@ def local_now() -> dt.datetime:
     return dt.datetime.now().astimezone()
 
 
-def now_sentence(now: dt.datetime) -> str:
-    """`Today is Tuesday, 3 June 2025. The time is 2:05 PM (CEST, UTC+02:00).`"""
-    date = f"{_DAYS[now.weekday()]}, {now.day} {_MONTHS[now.month - 1]} {now.year}"
-    time = f"{now.hour % 12 or 12}:{now:%M} {'AM' if now.hour < 12 else 'PM'}"
-    return f"Today is {date}. The time is {time} ({_zone(now)})."
+def now_sentence(now: dt.datetime, language: str = "en") -> str:
+    """`Today is Tuesday, 3 June 2025. The time is 2:05 PM (CEST, UTC+02:00).`, or its translation (the date's
+    words in the locale's language would not match the prompt's: they follow `language`, not the locale)."""
+    return date_sentence(now, _zone(now), language)
 
 
 def _zone(now: dt.datetime) -> str:
@@ -62,12 +59,18 @@ class PromptBuilder(Protocol):
 
 
 class HistoryPrompt:
-    """A system prompt (with the date) plus the conversation rebuilt from the journal."""
+    """A system prompt (with the date) plus the conversation rebuilt from the journal; `language` ("en", "de"...,
+    or "detect") words the date, and the default prompt when none is given."""
 
     def __init__(
-        self, system_prompt: str = DEFAULT_SYSTEM_PROMPT, *, wall: Callable[[], dt.datetime] = local_now
+        self,
+        system_prompt: str | None = None,
+        *,
+        wall: Callable[[], dt.datetime] = local_now,
+        language: str = "en",
     ) -> None:
-        self.system_prompt = system_prompt
+        self.system_prompt = system_prompt if system_prompt is not None else system_prompt_for(language)
+        self.language = language
         self._wall = wall
 
     async def build(self, events: Sequence[Event], signal: CancelSignal, *, drop_oldest: int) -> tuple[Message, ...]:
@@ -75,4 +78,4 @@ class HistoryPrompt:
         return (Message("system", self.system_text()), *history)
 
     def system_text(self) -> str:
-        return f"{self.system_prompt} {now_sentence(self._wall())}"
+        return f"{self.system_prompt} {now_sentence(self._wall(), self.language)}"

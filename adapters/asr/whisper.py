@@ -145,6 +145,12 @@ class WhisperTranscriber:
         return self._folder
 
     @property
+    def language(self) -> str | None:
+        """The language it is told it hears (None: it detects each utterance's; an English-only model hears
+        English whatever it is told)."""
+        return self._language
+
+    @property
     def busy(self) -> int:
         """Jobs of this transcriber's worker whose thread has not returned."""
         return self._worker.active

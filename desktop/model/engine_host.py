@@ -8,10 +8,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from adapters.contract.clock import Clock
+from desktop.catalog.languages import running
 from desktop.config import Config
 from desktop.model.keyring_store import StoredKey
 from desktop.model.switching import spoken_models
-from desktop.pipeline.parts import LlmChoice
+from desktop.pipeline.parts import LlmChoice, prompt_for
 from engine.conversation import Conversation, EngineParts, open_conversation
 from engine.journal import Journal
 from engine.retry import Budgets
@@ -40,7 +41,9 @@ async def open_engine(
     key: StoredKey | None,
     voice: str,
 ) -> AsyncIterator[Conversation]:
-    """A running conversation writing to `journal_path` (redacting the key); disposed and quiescent on exit."""
+    """A running conversation writing to `journal_path` (redacting the key); disposed and quiescent on exit. The
+    prompt and the record follow the language in use (English while the asked one's models are missing)."""
+    config = running(config)
     with Journal(journal_path, secrets=[key.secret.reveal()] if key else []) as journal:
         parts = EngineParts(
             llm=choice.adapter,
@@ -48,6 +51,7 @@ async def open_engine(
             journal=journal,
             clock=clock,
             tools=tools,
+            prompt=prompt_for(config),
             budgets=Budgets(retries=config.llm.retries, reply_s=config.llm.max_reply_s),
             summary={**config.summary(), "voice": voice, "models": spoken_models(config)},
             speculative_requests=config.llm.speculative_requests,

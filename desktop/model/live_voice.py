@@ -20,6 +20,7 @@ from adapters.runtime.tasks import open_tasks
 from adapters.tts.piper_voice import PiperSynthesizer
 from audio.events import AudioUnavailable
 from audio.portaudio import NO_PORTAUDIO
+from desktop.catalog.languages import running
 from desktop.config import AudioConfig, Config
 from desktop.errors import BadInput
 from desktop.model.device_lists import shown_device
@@ -82,7 +83,7 @@ class LiveVoice:
 
     def __init__(self, config: Config, clock: Clock, *, scenario: Scenario | None = None, speaker: bool = True) -> None:
         try:
-            transcriber, synth = speech_models(config)
+            transcriber, synth = speech_models(running(config))
         except BadInput as error:
             raise VoiceUnavailable(speech_model_missing("the speech models", str(error))) from None
         self._config = config
@@ -152,14 +153,14 @@ class LiveVoice:
         """Load the models `config` names that differ from those in use (a model that will not load is reported
         and the one in use stays)."""
         try:
-            transcriber, synth = speech_models(config)
+            transcriber, synth = speech_models(running(config))
         except BadInput as error:
             self._report(speech_model_missing("the chosen speech model", str(error)))
             return
         wanted: dict[str, WhisperTranscriber | PiperSynthesizer] = {"asr": transcriber, "tts": synth}
         for kind, model in wanted.items():
             ready = self._next.get(kind)
-            if _path(model) == _path(self._models[kind]) or (ready is not None and _path(ready) == _path(model)):
+            if _same(model, self._models[kind]) or (ready is not None and _same(ready, model)):
                 continue
             if ready is not None:
                 await self._next.pop(kind).release()  # loaded for settings that were changed again
@@ -178,7 +179,8 @@ class LiveVoice:
         for kind, new in (("asr", transcriber), ("tts", synth)):
             if new is not None:
                 old, self._models[kind] = self._models[kind], new
-                await old.release()
+                if _path(old) != _path(new):  # another language for the same Whisper: the model loaded is kept
+                    await old.release()
         self._config = config
 
     async def _preload(self, kind: str, model: WhisperTranscriber | PiperSynthesizer) -> bool:
@@ -280,3 +282,8 @@ class LiveVoice:
 
 def _path(model: WhisperTranscriber | PiperSynthesizer) -> Path:
     return model.model_dir if isinstance(model, WhisperTranscriber) else model.voice_path
+
+
+def _same(one: WhisperTranscriber | PiperSynthesizer, other: WhisperTranscriber | PiperSynthesizer) -> bool:
+    """The same model file, told the same language."""
+    return _path(one) == _path(other) and getattr(one, "language", None) == getattr(other, "language", None)

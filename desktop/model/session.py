@@ -23,6 +23,7 @@ from adapters.llm.secret import Secret
 from adapters.runtime.model_files import ModelError
 from adapters.runtime.tasks import Tasks, open_tasks
 from adapters.runtime.workers import run_blocking
+from desktop.catalog.languages import running
 from desktop.config import Config, data_dir
 from desktop.errors import BadInput
 from desktop.model.board import Board
@@ -225,7 +226,10 @@ class Session(Board):
         if conversation is not None and self._running is not None and conversation is self.conversation:
             names = changed(self._running, config)
             if names:
-                conversation.record("settings/changed", changed=sorted(names), models=spoken_models(config))
+                now = running(config)
+                conversation.record(
+                    "settings/changed", changed=sorted(names), models=spoken_models(now), language=now.speech.language
+                )
 
     def _pass_on_held(self) -> None:
         """Input that arrived while the engine was being rebuilt goes to the new one, in order."""

@@ -29,6 +29,7 @@ RESTART = frozenset(f"audio.{f.name}" for f in fields(Config().audio))
 NAMES = {
     "speech.asr_model_path": "speech recognition model",
     "speech.voice_path": "voice",
+    "speech.language": "language",
     "audio.input_device": "microphone",
     "audio.output_device": "speaker",
     "audio.echo_cancellation": "echo cancellation",

@@ -12,10 +12,12 @@ from adapters.tts.piper_voice import PiperSynthesizer
 from desktop.builtin_tools import current_time_tool, take_note_tool
 from desktop.config import Config, data_dir
 from desktop.errors import BadInput
+from desktop.languages import asr_language
 from desktop.providers.table import LlmChoice, choose
+from engine.prompt import HistoryPrompt
 from engine.tools import ToolRegistry
 
-__all__ = ["LlmChoice", "builtin_tools", "llm_choice", "speech_models"]
+__all__ = ["LlmChoice", "builtin_tools", "llm_choice", "prompt_for", "speech_models"]
 
 
 def llm_choice(config: Config, key: Secret | None) -> LlmChoice:
@@ -26,11 +28,17 @@ def llm_choice(config: Config, key: Secret | None) -> LlmChoice:
 
 def speech_models(config: Config) -> tuple[WhisperTranscriber, PiperSynthesizer]:
     try:
-        transcriber = WhisperTranscriber(config.speech.asr_model_path or None)
+        language = asr_language(config.speech.language)
+        transcriber = WhisperTranscriber(config.speech.asr_model_path or None, language=language)
         synthesizer = PiperSynthesizer(config.speech.voice_path or None)
     except ModelError as error:
         raise BadInput(str(error)) from None
     return transcriber, synthesizer
+
+
+def prompt_for(config: Config) -> HistoryPrompt:
+    """The system prompt in the configured language (engine.prompt_languages)."""
+    return HistoryPrompt(language=config.speech.language)
 
 
 def builtin_tools(notes_file: Path | None = None) -> ToolRegistry:

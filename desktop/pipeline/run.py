@@ -26,7 +26,7 @@ from desktop.config import Config
 from desktop.errors import BadInput
 from desktop.pipeline.audio_io import Devices, fixture_devices
 from desktop.pipeline.facts import PipelineFact
-from desktop.pipeline.parts import LlmChoice, builtin_tools, llm_choice, speech_models
+from desktop.pipeline.parts import LlmChoice, builtin_tools, llm_choice, prompt_for, speech_models
 from desktop.pipeline.scenario_play import Delivered, Stage, play
 from desktop.pipeline.voice import Binding, open_pipeline
 from desktop.scenario import Scenario
@@ -174,6 +174,7 @@ async def open_voice_session(
             journal=journal,
             clock=clock,
             tools=builtin_tools(out / "notes.txt"),
+            prompt=prompt_for(config),
             budgets=Budgets(retries=config.llm.retries, reply_s=config.llm.max_reply_s),
             summary=config.summary(),
             speculative_requests=config.llm.speculative_requests,

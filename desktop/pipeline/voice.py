@@ -46,6 +46,7 @@ from audio.own_voice import TimedWord
 from audio.ports import Frame, run_blocking
 from audio.vad import Vad, VadConfig
 from desktop.config import AudioConfig
+from desktop.languages import ENGLISH, word_rules_apply
 from desktop.pipeline.audio_io import Devices
 from desktop.pipeline.ears import Ears, TurnTaking, open_ears
 from desktop.pipeline.facts import (
@@ -105,13 +106,14 @@ class Binding:
     played_words: Callable[[float], list[TimedWord]]  # what the speaker played since a clock time
 
 
-def endpoint_config(audio: AudioConfig, *, use_model: bool) -> EndpointConfig:
-    """The end-of-turn policy's settings from the [audio] configuration."""
+def endpoint_config(audio: AudioConfig, *, use_model: bool, word_rules: bool = True) -> EndpointConfig:
+    """The end-of-turn policy's settings from the [audio] configuration; `word_rules` where they apply (English)."""
     return EndpointConfig(
         max_wait_ms=audio.max_turn_wait_ms,
         min_silence_ms=audio.min_silence_ms,
         doubt_wait_ms=audio.statement_wait_ms,
         use_model=use_model,
+        word_rules=word_rules,
     )
 
 
@@ -235,7 +237,8 @@ class VoicePipeline:
     def turn_taking(self) -> TurnTaking:
         """How Ears decides that a turn is over (read at each utterance: the model may load later)."""
         model = self._turn_model if self.audio.turn_model else None
-        return TurnTaking(endpoint_config(self.audio, use_model=model is not None), model)
+        words = word_rules_apply(getattr(self.transcriber, "language", ENGLISH))  # the transcriber in use now
+        return TurnTaking(endpoint_config(self.audio, use_model=model is not None, word_rules=words), model)
 
     @asynccontextmanager
     async def attached(self, conversation: Conversation) -> AsyncIterator[Binding]:

@@ -31,7 +31,9 @@ from PySide6.QtWidgets import (
 )
 
 from adapters.llm.secret import Secret
+from desktop.catalog.languages import note, spoken
 from desktop.config import Config, ConfigError
+from desktop.languages import CHOICES, DETECT, LANGUAGES
 from desktop.model.device_lists import DeviceLists
 from desktop.model.keyring_store import KeyringUnavailable, KeyStore, describe
 from desktop.model.settings_io import SettingsError, save
@@ -104,6 +106,12 @@ class SettingsDialog(QDialog):
         self.resume = QCheckBox("Resume the reply when an interruption was only a noise")
         self.resume.setChecked(audio.false_interruption_resume)
         self.models_button = QPushButton("Models… (download and choose)")
+        self.language = QComboBox()
+        for code in CHOICES:
+            self.language.addItem(_language_label(code), code)
+        self.language.setCurrentIndex(max(0, self.language.findData(speech.language)))
+        self.language_note = _hint("")
+        self.language.currentIndexChanged.connect(self._language_changed)
         self.error = QLabel()
         self.error.setStyleSheet("color: #b91c1c;")
         self.error.setWordWrap(True)
@@ -113,6 +121,7 @@ class SettingsDialog(QDialog):
         self.provider.currentIndexChanged.connect(self._provider_picked)
         self._provider_changed()
         self._show_key_state()
+        self._language_changed()
 
     def _lay_out(self, device_note: str) -> None:
         llm = QFormLayout()
@@ -130,6 +139,8 @@ class SettingsDialog(QDialog):
         llm.addRow("Longest reply", self.max_tokens)
         llm.addRow("…and at most", self.max_reply_s)
         speech = QFormLayout()
+        speech.addRow("Language", self.language)
+        speech.addRow("", self.language_note)
         speech.addRow("", self.models_button)
         speech.addRow("Voice (Piper .onnx)", self.voice_path)
         speech.addRow("Speech recognition model", self.asr_path)
@@ -179,6 +190,12 @@ class SettingsDialog(QDialog):
         if chosen is not None and chosen.base_url and self.base_url.text().strip() in defaults:
             self.base_url.setText(chosen.base_url)
 
+    def _language_changed(self) -> None:
+        """Under the language: the models it still needs (Parley stays in English until then), or what changes."""
+        words = note(spoken(self.form_config()))
+        self.language_note.setText(words)
+        self.language_note.setVisible(bool(words))
+
     def _show_key_state(self) -> None:
         stored = self._keys.load()
         self.key_state.setText(describe(stored))
@@ -224,7 +241,12 @@ class SettingsDialog(QDialog):
             max_tokens=self.max_tokens.value(),
             max_reply_s=float(self.max_reply_s.value()),
         )
-        speech = replace(c.speech, voice_path=self.voice_path.text(), asr_model_path=self.asr_path.text())
+        speech = replace(
+            c.speech,
+            voice_path=self.voice_path.text(),
+            asr_model_path=self.asr_path.text(),
+            language=str(self.language.currentData()),
+        )
         audio = replace(
             c.audio,
             input_device=device(self.input_device),
@@ -262,6 +284,14 @@ class SettingsDialog(QDialog):
     def _fail(self, message: str) -> None:
         self.error.setText(message)
         self.error.show()
+
+
+def _language_label(code: str) -> str:
+    """`Deutsch (German)`; `English`; `Detect (any language you speak)`."""
+    if code == DETECT:
+        return "Detect (any language you speak)"
+    lang = LANGUAGES[code]
+    return lang.native if lang.native == lang.name else f"{lang.native} ({lang.name})"
 
 
 def _hint(text: str) -> QLabel:

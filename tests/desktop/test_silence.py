@@ -108,7 +108,7 @@ def test_the_window_says_why_parley_is_silent(run: Any, qtbot: QtBot, tmp_path: 
                 session.barge_in()  # what the pipeline calls when it hears a voice
                 await until(lambda t=turn: _settled(window, t), what=f"reply {turn} stopped")
                 bubble = window.transcript_model.assistant(turn)
-                assert bubble.note == "Stopped before anything was heard"
+                assert bubble.note == "No reply — stopped before anything was heard"
             banner = window.banners.banners["unheard"]
             assert banner.isVisible()
             assert "it may be hearing itself" in banner.label.text()

@@ -112,7 +112,8 @@ def test_a_full_disk_stops_the_conversation_says_so_keeps_typing_and_quitting_wo
 def _continue_from_past_conversations(window: MainWindow, journal: Path) -> None:
     window.open_conversations()
     (dialog,) = [d for d in window.findChildren(ConversationsDialog) if d.isVisible()]
-    (row,) = [i for i in range(dialog.list.count()) if dialog.list.item(i).toolTip() == str(journal)]
+    rows = range(dialog.list.count())
+    (row,) = [i for i in rows if dialog.list.item(i).data(Qt.ItemDataRole.UserRole).path == journal]
     dialog.list.setCurrentRow(row)
     assert dialog.continue_button.isEnabled(), "the stopped conversation can be opened again"
     dialog.continue_button.click()
