@@ -14,9 +14,9 @@ import numpy as np
 
 from adapters.asr import guard
 from adapters.contract.cancel import CancelSignal, stopped
-from adapters.contract.pcm import resample, to_mono_float32
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, SpeechText, SynthSegment, Transcript, Word, WordTiming
-from adapters.contract.workers import Worker
+from adapters.runtime.pcm import resample, to_mono_float32
+from adapters.runtime.workers import Worker
 from adapters.tts.segments import source_slices
 from adapters.tts.speakable import to_speakable
 

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from adapters.contract.cancel import CancelSignal, stopped
-from adapters.contract.pcm import resample, to_mono_float32
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples
-from adapters.contract.workers import StopFlag, Worker
+from adapters.runtime.pcm import resample, to_mono_float32
+from adapters.runtime.workers import StopFlag, Worker
 
 FAKE_TURN_WORKER = Worker("parley-fake-turn")
 Answer = Callable[[Samples], float]

@@ -19,9 +19,9 @@ from typing import Protocol
 
 import anyio
 
-from adapters.contract.tasks import open_tasks
+from adapters.contract.clock import Clock
+from adapters.runtime.tasks import open_tasks
 from audio.events import BargeIn, BargeInConfirmed, FalseBargeInResumed, OnsetPaused, OnsetResumed
-from audio.ports import Clock
 
 log = logging.getLogger(__name__)
 Fact = BargeIn | BargeInConfirmed | FalseBargeInResumed | OnsetPaused | OnsetResumed

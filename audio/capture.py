@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import soxr
 
-from audio.devices import DeviceInfo, resolve_device, sounddevice
 from audio.events import AudioUnavailable, CaptureFailed
+from audio.portaudio import DeviceInfo, resolve_device, sounddevice
 from audio.ports import RATE, Frame, run_blocking
 from audio.sound_server import routed
 from audio.stamps import StreamClock

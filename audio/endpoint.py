@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal
 
+from adapters.contract.clock import Clock
 from audio.events import SpeechEnded, SpeechStarted
 from audio.turn_words import looks_unfinished
 
@@ -34,10 +35,6 @@ PAUSE_SILENCE_MS = 100.0  # the VAD's min_silence_ms under this policy: the sile
 # (the model and the speculative final pass start then; a floor, min_silence_ms, keeps the decision for later)
 EndReason = Literal["model", "doubt", "max_wait", "no_model", "no_words"]
 EPSILON_S = 1e-6  # a deadline reached to within float rounding is reached
-
-
-class Clock(Protocol):
-    def now(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -72,7 +69,7 @@ class TurnResumed:
 
 
 @dataclass(frozen=True)
-class TurnEnded:
+class TurnDecided:
     """The turn is over: its speech ended at `speech_ended_at`, the policy decided at `at`."""
 
     pause: int
@@ -81,7 +78,7 @@ class TurnEnded:
     reason: EndReason
 
 
-Decision = CheckTurn | TurnResumed | TurnEnded
+Decision = CheckTurn | TurnResumed | TurnDecided
 
 
 @dataclass
@@ -203,6 +200,6 @@ class EndpointPolicy:
             return None
         return self._words[0]
 
-    def _end(self, pause: _Pause, now: float, reason: EndReason) -> TurnEnded:
+    def _end(self, pause: _Pause, now: float, reason: EndReason) -> TurnDecided:
         self._pause, self._words = None, None
-        return TurnEnded(pause.id, pause.silence_from, now, reason)
+        return TurnDecided(pause.id, pause.silence_from, now, reason)

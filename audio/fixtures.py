@@ -12,9 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
+from adapters.contract.clock import Clock
 from audio.events import CaptureFailed
 from audio.playout import REST_AFTER_S, CoreSink
-from audio.ports import RATE, AudioSink, AudioSource, Clock, Frame, SegmentId
+from audio.ports import RATE, AudioSink, AudioSource, Frame, SegmentId
 from audio.wav import load_wav, save_wav
 
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from audio.devices import DeviceInfo, resolve_device, sounddevice
 from audio.events import AudioUnavailable, PlaybackFailed
 from audio.playout import CoreSink
+from audio.portaudio import DeviceInfo, resolve_device, sounddevice
 from audio.ports import SystemClock, run_blocking
 from audio.sound_server import routed
 from audio.stamps import StreamClock
@@ -27,8 +27,8 @@ VOICE_RATE = 22050  # Piper en_US-joe-medium; used as the output rate when the d
 BLOCK_S = 0.01  # 10 ms blocks: silence within one block
 # The device buffer, and with it how long a callback may wait for the GIL before the device underruns. An underrun
 # on PulseAudio's ALSA plugin recreates the stream, which then waits behind the sink's render block like a restart
-# (up to 2 s on an idle sink); the GIL is held for tens of ms at times while a model is set up (a starved loop
-# underran 111 times with 20 ms, 3 with 30, none with 40). What a stop leaves playing is this much and a block.
+# (up to 2 s on an idle sink); the GIL is held for tens of ms at times while a model is set up, and 40 ms is the
+# buffer a starved loop did not underrun (figures: docs/decisions/0002). A stop leaves this much and a block playing.
 LATENCY_S = 0.04
 SWITCH_INTERVAL_S = 0.002  # a thread running Python hands the GIL to the callback this soon (Python's default: 5 ms)
 

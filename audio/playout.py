@@ -11,10 +11,11 @@ import threading
 
 import numpy as np
 
-from adapters.contract.pcm import resample, to_mono_float32
+from adapters.contract.clock import Clock
+from adapters.runtime.pcm import resample, to_mono_float32
 from audio.events import PlaybackFailed
 from audio.levels import within_ceiling
-from audio.ports import Clock, SegmentId, SegmentProgress
+from audio.ports import SegmentId, SegmentProgress
 from audio.tap import ReferenceTap
 
 REST_AFTER_S = 2.0  # of blocks with nothing to play: then a speaker stops until a segment is queued

@@ -1,4 +1,4 @@
-"""Shared shapes: the clock, a captured frame, the source and sink protocols."""
+"""Shared shapes: the system clock, a captured frame, the source and sink protocols."""
 
 from __future__ import annotations
 
@@ -10,14 +10,13 @@ from typing import Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
-from adapters.contract.workers import run_blocking
+from adapters.runtime.workers import run_blocking
 from audio.events import CaptureFailed, PlaybackFailed
 
 __all__ = [
     "RATE",
     "AudioSink",
     "AudioSource",
-    "Clock",
     "Frame",
     "Paced",
     "SegmentProgress",
@@ -28,14 +27,6 @@ __all__ = [
 RATE = 16000  # what VAD, AEC and ASR consume: 16 kHz mono float32
 SegmentId = Hashable
 T = TypeVar("T")
-
-
-class Clock(Protocol):
-    """Structurally the engine's clock (now/sleep), so its VirtualClock fits without importing it."""
-
-    def now(self) -> float: ...
-
-    async def sleep(self, seconds: float) -> None: ...
 
 
 class SystemClock:

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from adapters.contract.pcm import resample, to_mono_float32
-from adapters.contract.private_files import replacing
+from adapters.runtime.pcm import resample, to_mono_float32
+from adapters.runtime.private_files import replacing
 from audio.events import WavError
 from audio.ports import RATE
 

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from adapters.contract import CancelSignal, ToolSpec
-from adapters.contract.private_files import append_private_text
-from adapters.contract.workers import run_blocking
+from adapters.runtime.private_files import append_private_text
+from adapters.runtime.workers import run_blocking
 from engine.tools import Tool
 
 MAX_NOTE_CHARS = 2000

@@ -257,7 +257,7 @@ def _check_out_file(path: Path, flag: str) -> None:
 
 def _local_llm() -> LlmAdapter:
     from adapters.llm.local import LocalLlamaAdapter
-    from adapters.llm.models import ModelError
+    from adapters.runtime.model_files import ModelError
 
     try:
         return LocalLlamaAdapter()
@@ -297,8 +297,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _bad_input() -> tuple[type[Exception], ...]:
     """Every error that means "your input is wrong", not "Parley is broken"."""
-    from adapters.llm.models import ModelError
     from adapters.llm.secret import MalformedKey
+    from adapters.runtime.model_files import ModelError
     from audio.events import AudioError
     from desktop.config import ConfigError
     from desktop.scenario import ScenarioError

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.contract import LlmAdapter, User
-from engine.clock import Clock
+from adapters.contract.clock import Clock
 from engine.conversation import Conversation, EngineParts, open_conversation
 from engine.events import TextGenerated, TurnEnded, TurnStarted
 from engine.inbox import UserInput

@@ -10,13 +10,13 @@ import httpx
 
 from adapters.asr.whisper import check_model_dir, default_model_dir
 from adapters.llm.local import DEFAULT_DISTRIBUTION
-from adapters.llm.models import ModelError, find_in_distribution
 from adapters.llm.openai_compat import endpoint
 from adapters.llm.proxy import ProxySettingError, proxy_for, without_credentials
 from adapters.llm.secret import MalformedKey, load_api_key, redact_url
+from adapters.runtime.model_files import ModelError, find_in_distribution
 from adapters.tts.piper_voice import check_voice_files, default_voice_path
-from audio.devices import list_devices, resolve_device
 from audio.events import AudioError
+from audio.portaudio import list_devices, resolve_device
 from audio.sound_server import FRONT, ServerDevice, server_devices
 from audio.vad import SileroModel
 from desktop.config import Config

@@ -12,7 +12,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from adapters.contract.private_files import private_dir
+from adapters.runtime.private_files import private_dir
 
 
 def file_problem(path: Path) -> str | None:

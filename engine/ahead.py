@@ -3,7 +3,7 @@ model goes on to generate the first words of the reply, into a buffer nobody hea
 the same words, its first attempt takes the buffer and follows the generation from there, so the chunker has its
 first clause at once; if the user goes on, the buffer is dropped with the speculation. Once taken, the generation
 goes only as fast as the turn reads it, like any stream: a token generated while Piper synthesises the first clause
-would take a core from Piper (measured here: a clause takes ~2x as long beside llama.cpp's thread), and the reply
+would take a core from Piper and slow its clause (figures: docs/decisions/0002), and the reply
 is far ahead of the voice anyway. Nothing is generated ahead for a remote provider (that would be a speculative
 request with a cost)."""
 

@@ -1,8 +1,9 @@
-"""The clock is injected into everything that waits, so tests run on virtual time and `--fast` skips idle time.
+"""Clocks (adapters.contract.clock) are injected into everything that waits, so tests run on virtual time and
+`--fast` skips idle time.
 
 `SkippingClock` is the one fast-forward clock: on virtual time (tests) or on real time (`parley run --fast`). While
 `autojump()` runs, it jumps to the next sleeper's deadline whenever the loop has nothing to run and no real work is
-under way - a worker thread or a wait on the network (adapters.contract.workers counts both) - so model and
+under way - a worker thread or a wait on the network (adapters.runtime.workers counts both) - so model and
 provider time costs on the timeline what it costs in reality, and waiting for silence or playout costs nothing.
 """
 
@@ -14,22 +15,13 @@ import itertools
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Protocol
 
 import anyio
 
-from adapters.contract.tasks import open_tasks
-from adapters.contract.workers import real_work_under_way
+from adapters.runtime.tasks import open_tasks
+from adapters.runtime.workers import real_work_under_way
 
 IDLE_POLL_S = 0.002  # how often a busy or empty clock looks again (real seconds)
-
-
-class Clock(Protocol):
-    def now(self) -> float:
-        """Monotonic seconds."""
-        ...
-
-    async def sleep(self, seconds: float) -> None: ...
 
 
 class MonotonicClock:

@@ -12,9 +12,10 @@ from typing import Any
 import anyio
 
 from adapters.contract import CancelCause, Disposed, LlmAdapter, LlmFailure, User
+from adapters.contract.clock import Clock
 from adapters.contract.llm import FailureCode
-from adapters.contract.tasks import open_tasks
-from engine.clock import Clock, MonotonicClock
+from adapters.runtime.tasks import open_tasks
+from engine.clock import MonotonicClock
 from engine.events import (
     BackoffInfo,
     State,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from adapters.contract.private_files import PRIVATE_FILE, open_private, private_dir
+from adapters.runtime.private_files import PRIVATE_FILE, open_private, private_dir
 from engine.journal_lock import JournalBusy, acquire, release
 from engine.journal_schema import problem
 from engine.redact import REDACTED, Redactor

@@ -6,9 +6,9 @@ the note that it was cut rides on the user's next message (engine.history), so n
 barge-in and the embedded model's prefix cache keeps the whole conversation: the question that interrupted a reply
 is answered after reading itself and the cut reply, not the whole prompt again.
 
-Worded as measured on SmolLM2-135M (the commits that changed it give the figures): a marker in words inside the
-reply was repeated back, a dash on it was copied with the cut story into later replies, and "Today is <date>. The
-time is 3:39 AM" is the wording of the time it reads best.
+Worded for what a 135M model reads right: a marker in words inside the reply was repeated back, a dash on it was
+copied with the cut story into later replies, and "Today is <date>. The time is 3:39 AM" is the wording of the time
+it reads best (figures: docs/decisions/0002).
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 
 from adapters.contract import CancelCause, CancelSignal, Hook, Parent
-from adapters.contract.tasks import open_tasks
-from engine.clock import Clock
+from adapters.contract.clock import Clock
+from adapters.runtime.tasks import open_tasks
 from engine.speech import SpeechKey, SpokenSegment
 from engine.turn import Turn
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from adapters.contract import CancelSignal
-from engine.clock import Clock
+from adapters.contract.clock import Clock
 from engine.speech import SpeechKey, SpokenSegment, WordTiming
 
 _WORD = re.compile(r"\S+")

@@ -28,9 +28,9 @@ from typing import Any, Protocol, runtime_checkable
 import anyio
 
 from adapters.contract import CancelSignal, GenerateOptions, Hook, LlmAdapter, LlmError, StreamChunk
-from adapters.contract.tasks import Tasks, open_tasks
+from adapters.contract.clock import Clock
+from adapters.runtime.tasks import Tasks, open_tasks
 from engine.ahead import Ahead
-from engine.clock import Clock
 from engine.journal import Event, Journal
 from engine.prompt import PromptBuilder
 from engine.tools import ToolRegistry

@@ -21,8 +21,8 @@ from adapters.contract import (
     ToolCallDelta,
     stopped,
 )
+from adapters.contract.clock import Clock
 from adapters.contract.llm import PROTOCOL, TIMEOUT
-from engine.clock import Clock
 from engine.events import AttemptFailed, BackoffInfo, RetryScheduled, State, TextGenerated
 from engine.history import past_turn_count
 from engine.journal import Journal

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import anyio
 
 from adapters.contract import CancelSignal, ToolCall, ToolSpec, stopped
-from adapters.contract.tasks import open_tasks
-from engine.clock import Clock
+from adapters.contract.clock import Clock
+from adapters.runtime.tasks import open_tasks
 from engine.turn import Turn
 
 OK = "OK"

@@ -10,7 +10,7 @@ from typing import Any, Literal
 import anyio
 
 from adapters.contract import CancelCause, CancelSignal, Disposed
-from adapters.contract.tasks import Tasks, open_tasks
+from adapters.runtime.tasks import Tasks, open_tasks
 
 Source = Literal["voice", "text"]
 

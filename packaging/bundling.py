@@ -32,7 +32,7 @@ def default_models() -> dict[str, Path]:
     sys.path.insert(0, str(ROOT))
     from adapters.asr.whisper import DEFAULT_MODEL_PACKAGE, default_model_dir
     from adapters.llm.local import DEFAULT_DISTRIBUTION
-    from adapters.llm.models import ModelError, find_in_distribution
+    from adapters.runtime.model_files import ModelError, find_in_distribution
     from adapters.tts.piper_voice import DEFAULT_VOICE_PACKAGE, default_voice_path
     from adapters.turn.smart_turn import DEFAULT_PACKAGE as TURN_PACKAGE
     from adapters.turn.smart_turn import default_model_path as turn_model_path

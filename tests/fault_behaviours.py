@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 
 @dataclass(frozen=True)
-class Pause:
+class Delay:
     seconds: float
 
 
@@ -33,7 +33,7 @@ class Forever:
     every_s: float = 0.01
 
 
-Part = bytes | Pause | Stall | Reset | Forever
+Part = bytes | Delay | Stall | Reset | Forever
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def _deltas(pieces: list[str], delay: float) -> list[Part]:
     parts: list[Part] = []
     for piece in pieces:
         if delay and parts:
-            parts.append(Pause(delay))
+            parts.append(Delay(delay))
         parts.append(chunk({"content": piece}))
     return parts
 

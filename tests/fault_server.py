@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.fault_behaviours import Behaviour, Forever, Pause, Stall
+from tests.fault_behaviours import Behaviour, Delay, Forever, Stall
 
 
 @dataclass(frozen=True)
@@ -197,7 +197,7 @@ class FaultServer:
                 await writer.drain()
             elif isinstance(part, Forever):
                 return await _forever(behaviour, part, reader, writer)
-            elif isinstance(part, Pause):
+            elif isinstance(part, Delay):
                 await asyncio.sleep(part.seconds)
             elif isinstance(part, Stall):
                 await writer.drain()

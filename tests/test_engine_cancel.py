@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from adapters.contract import CancelSignal, Message, TextDelta, ToolCallDelta, ToolSpec, User
-from adapters.contract.workers import run_blocking
+from adapters.runtime.workers import run_blocking
 from engine.events import State, TextGenerated
 from engine.history import CUT_NOTE
 from engine.inbox import UserInput

@@ -15,7 +15,7 @@ import pytest
 
 from adapters.asr.whisper import WhisperTranscriber, default_model_dir
 from adapters.tts.piper_voice import PiperSynthesizer, default_voice_path
-from audio.endpoint import EndpointConfig, EndpointPolicy, TurnEnded
+from audio.endpoint import EndpointConfig, EndpointPolicy, TurnDecided
 from audio.events import SpeechEnded, SpeechStarted
 from desktop.catalog.entries import Catalogue, Entry, load_catalogue
 from desktop.catalog.languages import note, spoken, voice_language
@@ -23,7 +23,7 @@ from desktop.catalog.store import Receipt, Store
 from desktop.cli import main
 from desktop.config import Config, ConfigError, SpeechConfig, load, with_language
 from desktop.languages import CHOICES, LANGUAGES
-from desktop.pipeline.devices import fixture_devices
+from desktop.pipeline.audio_io import fixture_devices
 from desktop.pipeline.parts import prompt_for, speech_models
 from desktop.pipeline.voice import VoicePipeline
 from engine.journal import read_events
@@ -214,7 +214,7 @@ def test_other_languages_end_on_the_model_and_the_silence(text: str) -> None:
     for word_rules, reason in ((True, "max_wait"), (False, "model")):
         policy, clock = _policy(word_rules)
         policy.on_vad(SpeechStarted(at=0.0))
-        (check,) = [d for d in policy.on_vad(SpeechEnded(at=1.0)) if not isinstance(d, TurnEnded)]
+        (check,) = [d for d in policy.on_vad(SpeechEnded(at=1.0)) if not isinstance(d, TurnDecided)]
         clock.advance(0.3)
         policy.heard(text, until=1.2)
         ended = policy.model_said(check.pause, 0.9)  # the model hears a finished turn
@@ -223,7 +223,7 @@ def test_other_languages_end_on_the_model_and_the_silence(text: str) -> None:
             assert deadline is not None
             clock.advance(deadline - clock.now())
             ended = policy.tick()
-        assert [d.reason for d in ended if isinstance(d, TurnEnded)] == [reason], (text, word_rules)
+        assert [d.reason for d in ended if isinstance(d, TurnDecided)] == [reason], (text, word_rules)
 
 
 def test_the_pipeline_switches_the_word_rules_with_the_transcriber() -> None:

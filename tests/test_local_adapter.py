@@ -20,9 +20,9 @@ import pytest
 from adapters.contract import CancelSignal, Finish, GenerateOptions, LlmError, Message, StreamChunk, TextDelta, Usage
 from adapters.contract import User as UserCancel
 from adapters.contract.llm import CONTEXT_WINDOW_EXCEEDED, EMPTY_RESPONSE
-from adapters.contract.workers import Worker
 from adapters.llm.local import PREFILL_CHUNK, LocalLlamaAdapter, _cached_prefix, _prefill, chat_messages, finish_chunk
-from adapters.llm.models import ModelError, ModelNotFound, find_in_distribution
+from adapters.runtime.model_files import ModelError, ModelNotFound, find_in_distribution
+from adapters.runtime.workers import Worker
 from desktop.config import Config, LlmConfig
 from desktop.pipeline.parts import llm_choice
 from engine.prompt import HistoryPrompt

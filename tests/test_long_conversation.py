@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.contract.workers import Worker
 from adapters.llm.local import LocalLlamaAdapter
+from adapters.runtime.workers import Worker
 from engine.invariants import violations
 from engine.journal import read_events
 from tests.engine_kit import kit

@@ -16,7 +16,7 @@ import pytest
 
 from adapters.asr.whisper import check_model_dir, default_model_dir
 from adapters.llm.local import DEFAULT_DISTRIBUTION
-from adapters.llm.models import find_in_distribution
+from adapters.runtime.model_files import find_in_distribution
 from adapters.tts.piper_voice import check_voice_files, default_voice_path
 from desktop.catalog.choice import in_use, using
 from desktop.catalog.download import ChecksumMismatch, NoSpace, Progress, download

@@ -11,7 +11,7 @@ import anyio.lowlevel
 import pytest
 
 from adapters.contract import CancelSignal, Hook, stopped
-from adapters.contract.tasks import StrayCancellation, open_tasks
+from adapters.runtime.tasks import StrayCancellation, open_tasks
 
 pytestmark = pytest.mark.anyio
 

@@ -14,8 +14,8 @@ from piper import PiperVoice
 
 from adapters.contract.cancel import CancelSignal, User
 from adapters.contract.speech_io import SynthSegment
-from adapters.contract.workers import StopFlag
-from adapters.llm.models import ModelError, ModelNotFound
+from adapters.runtime.model_files import ModelError, ModelNotFound
+from adapters.runtime.workers import StopFlag
 from adapters.tts.chunker import MAX_CHARS
 from adapters.tts.piper_voice import PiperSynthesizer, default_voice_path, shared_voice
 from adapters.tts.render import render

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.contract.workers import StopFlag
+from adapters.runtime.workers import StopFlag
 from adapters.tts.arena import WARM_TEXT
 from adapters.tts.piper_voice import _load, default_voice_path
 from adapters.tts.render import render

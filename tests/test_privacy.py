@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from adapters.contract import CancelSignal, LlmFailure
-from adapters.contract.private_files import private_dir, write_private_text
 from adapters.llm.secret import redact_url
+from adapters.runtime.private_files import private_dir, write_private_text
 from audio.wav import load_wav, save_wav
 from desktop.builtin_tools import take_note_tool
 from desktop.config import Config, LlmConfig

@@ -14,7 +14,7 @@ from engine.history import build_history
 from engine.inbox import UserInput
 from engine.invariants import violations
 from engine.journal import Journal, read_events
-from engine.testing import Hang, Pause, failure, reply, tool_reply
+from engine.testing import Delay, Hang, failure, reply, tool_reply
 from engine.tools import Tool, ToolRegistry
 from tests.engine_kit import kit
 
@@ -54,7 +54,7 @@ def test_a_withdrawn_turn_never_reaches_the_disk(tmp_path: Path) -> None:
 
 
 async def test_going_on_before_the_reply_is_heard_leaves_one_turn(tmp_path: Path) -> None:
-    slow = [Pause(5.0), *reply("Rome was founded long ago.")]
+    slow = [Delay(5.0), *reply("Rome was founded long ago.")]
     async with kit(tmp_path, [slow, reply("Rome grew from a village into an empire.")]) as k:
         half = UserInput(HALF, "voice", provisional=True)
         k.conversation.submit(half)
@@ -137,7 +137,7 @@ async def test_a_tool_call_commits_the_turn_before_it_runs(tmp_path: Path) -> No
         return "noted"
 
     tools = ToolRegistry([Tool(ToolSpec("note", "take a note"), note)])
-    scripts = [tool_reply("note", ['{"text": "milk"}']), [Pause(5.0), *reply("Noted.")]]
+    scripts = [tool_reply("note", ['{"text": "milk"}']), [Delay(5.0), *reply("Noted.")]]
     async with kit(tmp_path, scripts, tools=tools) as k:
         item = UserInput("Note milk.", "voice", provisional=True)
         k.conversation.submit(item)

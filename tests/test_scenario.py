@@ -36,7 +36,7 @@ def test_a_full_scenario_parses(tmp_path: Path) -> None:
 
 def test_echo_realism_keys_reach_the_fixture_devices(tmp_path: Path) -> None:
     from audio.fixtures import EchoMixer
-    from desktop.pipeline.devices import fixture_devices
+    from desktop.pipeline.audio_io import fixture_devices
     from engine.testing.clock import VirtualClock
 
     path = _scenario(

@@ -10,8 +10,8 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from adapters.contract.workers import Worker
-from adapters.llm.models import ModelError, ModelNotFound
+from adapters.runtime.model_files import ModelError, ModelNotFound
+from adapters.runtime.workers import Worker
 from adapters.turn.features import WINDOW, log_mel
 from adapters.turn.smart_turn import SmartTurn, default_model_path, shared_session
 from audio.vad import default_model_path as silero_path

@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from adapters.contract import CancelSignal, GenerateOptions, StreamChunk, User
-from adapters.contract.workers import running
+from adapters.runtime.workers import running
 from engine.ahead import AHEAD_PIECES, Ahead
 from engine.inbox import UserInput
 from engine.prompt import HistoryPrompt

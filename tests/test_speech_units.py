@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from adapters.contract.cancel import CancelSignal
-from adapters.contract.pcm import resample, to_mono_float32
 from adapters.contract.speech_io import ASR_SAMPLE_RATE
-from adapters.contract.workers import Worker
+from adapters.runtime.pcm import resample, to_mono_float32
+from adapters.runtime.workers import Worker
 from adapters.tts.alignment import Phone, Token, align, is_sounded, phones_of, proportional
 from tests.conformance.speech_harness import until
 

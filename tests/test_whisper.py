@@ -13,9 +13,9 @@ import soundfile
 from adapters.asr.incremental import IncrementalTranscriber
 from adapters.asr.whisper import WhisperTranscriber, default_model_dir, token_budget
 from adapters.contract.cancel import CancelSignal
-from adapters.contract.pcm import resample
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, SynthSegment
-from adapters.llm.models import ModelError, ModelNotFound
+from adapters.runtime.model_files import ModelError, ModelNotFound
+from adapters.runtime.pcm import resample
 from adapters.tts.piper_voice import PiperSynthesizer
 from audio.wav import load_wav
 from desktop.bench.signals import boundary_word_error, normalise, word_edits

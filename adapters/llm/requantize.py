@@ -1,9 +1,8 @@
 """The bundled SmolLM2 re-encoded once from Q4_1 to Q8_0, because a voice turn waits on prompt reading.
 
-Measured on this project's 2-core machine (240-token prompt, 2 prompt threads): Q4_1 reads 208 tokens/s, the same
-weights as Q8_0 296 (llama.cpp's Q8_0 dot products are its fastest on x86), while decoding one thread slows
-from 49 to 39 tokens/s, still ten times faster than speech. Q8_0 holds the Q4_1 values to 8 bits, so the answers
-stay those of the shipped model (greedy replies agree to their first words, then differ in a word or two). The
+Q8_0 reads a prompt faster than Q4_1 (llama.cpp's Q8_0 dot products are its fastest on x86), while decoding slows
+a little and stays far faster than speech (figures: docs/decisions/0002). Q8_0 holds the Q4_1 values to 8 bits,
+so the answers stay those of the shipped model (greedy replies agree to their first words). The
 copy is made with llama.cpp's own quantizer (nothing downloaded) into the user's cache, named by the source's size
 and mtime, written whole or not at all; if it cannot be made, the shipped file is used as it is.
 """

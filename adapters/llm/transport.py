@@ -14,8 +14,8 @@ import httpx
 
 from adapters.contract.cancel import CancelSignal
 from adapters.contract.llm import INVALID_REQUEST, PROTOCOL, TIMEOUT, TRANSPORT, FailureCode, LlmFailure
-from adapters.contract.workers import real_work
 from adapters.llm.failures import describe
+from adapters.runtime.workers import real_work
 
 T = TypeVar("T")
 

@@ -1,20 +1,20 @@
 """Piper's working memory, kept to what a reply's first words need: ONNX Runtime's arena otherwise keeps the
-high-water mark of the longest phrase spoken so far (about 1.2 MB a character here: one 240-character phrase held
-~290 MB for the rest of the session).
+high-water mark of the longest phrase spoken so far, hundreds of MB for the rest of the session after one long
+phrase (figures: docs/decisions/0002).
 
 The voice's arena starts with one region sized for a first phrase, which is never shrunk; the regions grown past
 it are freed once nothing in them is used (ONNX Runtime's arena shrinkage, at the end of every run and once more
 after each phrase, below). Those regions are at least 32 MB, which glibc always maps with mmap, so freeing them
-gives the pages back to the system. Measured: three 230-character phrases left +42 MB resident against +199 MB, and
-the first phrase after a long one ran as fast as before (56 ms), since its memory is never handed back.
+gives the pages back to the system, and the first phrase after a long one runs as fast as before, since its
+memory is never handed back.
 
 The first region is sized by the arena's first request (96 MB, or more if that request is larger): the
 synthesizer's preload speaks a first phrase so that this request is a first phrase's.
 
 A run's shrink happens while its outputs are still alive, and the arena places them best-fit: in the smaller free
-chunk, often a grown region's. That region then outlived run after run (a 32 MB step in the soak that came and
-went). So once a phrase is rendered and its outputs are freed, `release_grown_regions` shrinks the arena again with
-a run that allocates nothing (0.1 ms; ~2 ms when it unmaps a region).
+chunk, often a grown region's. That region then outlived run after run. So once a phrase is rendered and its
+outputs are freed, `release_grown_regions` shrinks the arena again with a run that allocates nothing (about a
+millisecond).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import numpy as np
 import onnxruntime
 from onnx import TensorProto, helper
 
-# "Once upon a time," runs in 64 MB; a 45-character first phrase needs 96 MB (at 64 it faulted 20-40 MB back in)
+# What a first phrase of the chunker's length needs without faulting pages back in
 FIRST_WORDS_BYTES = 96 << 20
 # A first phrase as long as the chunker makes them (a clause of up to 7 words): speaking it at load touches the region
 WARM_TEXT = "There was a lighthouse keeper named Barnaby,"

@@ -23,8 +23,8 @@ from piper.patch_voice_with_alignment import add_alignment_output
 
 from adapters.contract.cancel import CancelSignal
 from adapters.contract.speech_io import SpeechText, SynthSegment
-from adapters.contract.workers import StopFlag, Worker
-from adapters.llm.models import ModelError, ModelNotFound, find_in_distribution
+from adapters.runtime.model_files import ModelError, ModelNotFound, find_in_distribution
+from adapters.runtime.workers import StopFlag, Worker
 from adapters.tts.arena import WARM_TEXT, use_kept_arena
 from adapters.tts.chunker import MAX_CHARS
 from adapters.tts.render import TerminableSession, render
@@ -108,8 +108,8 @@ def _reason(error: Exception) -> str:
 def _session(model: Path) -> onnxruntime.InferenceSession:
     """The voice with its phoneme alignments exposed (patched in memory, as `PiperVoice.load` does), run by a pool
     whose threads sleep when a synthesis ends: ONNX Runtime's default lets them spin on, and on two cores that spin
-    took a core from llama.cpp as it generated the rest of the reply (fixture A/B, 2 x 30 turns: the first
-    audio ~15 ms sooner at p50)."""
+    took a core from llama.cpp as it generated the rest of the reply, and the first audio came later (figures:
+    docs/decisions/0002)."""
     proto = onnx.load(str(model))
     try:
         add_alignment_output(proto)

@@ -13,9 +13,9 @@ import onnxruntime
 from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
 from piper import PiperVoice
 
-from adapters.contract.heap import give_back_free_heap
 from adapters.contract.speech_io import SynthSegment, WordTiming
-from adapters.contract.workers import StopFlag
+from adapters.runtime.heap import give_back_free_heap
+from adapters.runtime.workers import StopFlag
 from adapters.tts.alignment import MIN_MATCH_RATIO, Span, Token, align, phones_of, proportional
 from adapters.tts.arena import LONG_CHARS, SHRINK, release_grown_regions
 from adapters.tts.speakable import Speakable, to_speakable

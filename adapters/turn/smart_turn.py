@@ -18,10 +18,10 @@ import onnxruntime
 from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
 
 from adapters.contract.cancel import CancelSignal, stopped
-from adapters.contract.pcm import resample, to_mono_float32
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples
-from adapters.contract.workers import StopFlag, Worker
-from adapters.llm.models import ModelError, ModelNotFound, find_in_distribution
+from adapters.runtime.model_files import ModelError, ModelNotFound, find_in_distribution
+from adapters.runtime.pcm import resample, to_mono_float32
+from adapters.runtime.workers import StopFlag, Worker
 from adapters.turn.features import FRAMES, MELS, log_mel
 
 DEFAULT_PACKAGE = "pipecat-ai"

@@ -20,6 +20,7 @@ import numpy as np
 
 from audio.wav import load_wav, save_wav
 from desktop.assets import fixture
+from desktop.bench.pulse_rig import TALK_OVER_AFTER_S, TIMEOUT_S, measure, rig
 from desktop.bench.scenarios import keep_run
 from desktop.bench.sessions import QUESTION, Models
 from desktop.bench.signals import found_at, onset_s
@@ -54,8 +55,6 @@ async def loudspeaker_runs(
     kit: Any, server: Any, models: Models, root: Path, reps: int, progress: Any
 ) -> LoudspeakerRuns:
     """`reps` uninterrupted and `reps` interrupted replies on the looped-back loudspeaker."""
-    from desktop.bench import pulse
-
     module = server.load("module-loopback", f"source={server.speaker}.monitor", f"sink={server.micwire}",
                          f"latency_msec={LOOP_MS}", "source_dont_move=true", "sink_dont_move=true")  # fmt: skip
     kit.pactl("set-source-volume", f"{server.speaker}.monitor", f"{LOOP_GAIN_DB:g}dB")
@@ -63,7 +62,7 @@ async def loudspeaker_runs(
     try:
         for n in range(reps):
             out = root / f"loud_reply{n}"
-            async with pulse.rig(models, out, acoustic=True) as live:
+            async with rig(models, out, acoustic=True) as live:
                 await _reply_and_quiet(live, ASKS[n % len(ASKS)])
             _count(runs, out, f"reply {n + 1}", expected_voice_turns=0, user_onset=None)
             if runs.self_talk_turns[-1] or runs.self_interruptions[-1]:
@@ -88,16 +87,14 @@ async def _reply_and_quiet(live: Any, ask: str) -> int:
 
 
 async def _interrupted(kit: Any, server: Any, models: Models, out: Path, runs: LoudspeakerRuns, n: int) -> None:
-    from desktop.bench import pulse
-
     clip = load_wav(fixture(INTERRUPTION))
     recorder = kit.Recorder(f"{server.speaker}.monitor", RATE)
     try:
-        async with pulse.rig(models, out, acoustic=True) as live:
+        async with rig(models, out, acoustic=True) as live:
             live.conversation.submit(UserInput(QUESTION))
             turn = await _until(lambda: next(iter(live.metrics.first_audible), None))
             first = live.metrics.first_audible[turn]
-            await asyncio.sleep(pulse.TALK_OVER_AFTER_S)
+            await asyncio.sleep(TALK_OVER_AFTER_S)
             injected = time.monotonic()
             user = kit.play_into(server.micwire, fixture(INTERRUPTION))
             await _until(lambda: live.metrics.ended.get(turn))
@@ -108,7 +105,7 @@ async def _interrupted(kit: Any, server: Any, models: Models, out: Path, runs: L
             paused = live.ears.silent_at.get(turn, 0.0)
     finally:
         recording = await asyncio.to_thread(recorder.finish)
-    stop, _heard = await pulse.measure(models, recording, out, turn, (first, paused), onset)
+    stop, _heard = await measure(models, recording, out, turn, (first, paused), onset)
     missed = _count(runs, out, f"barge-in {n + 1}", expected_voice_turns=1, user_onset=onset)
     runs.missed.append(float(missed))
     slow = stop is not None and not missed and stop > SLOW_STOP_MS
@@ -180,8 +177,6 @@ def _clip_onset(frames: list[Any], after: float, clip: Any) -> float | None:
 
 
 async def _until(probe: Any, within: float | None = None) -> Any:
-    from desktop.bench.pulse import TIMEOUT_S
-
     deadline = time.monotonic() + (within or TIMEOUT_S)
     while not (value := probe()):
         if time.monotonic() > deadline:

@@ -12,10 +12,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.contract.workers import run_blocking
-from audio.devices import refresh
+from adapters.runtime.workers import run_blocking
+from audio.portaudio import refresh
 from audio.wav import save_wav
-from desktop.bench.pulse import PulseUnavailable, _kit, _speech_end_at, _until, rig
+from desktop.bench.pulse import PulseUnavailable, _kit, _speech_end_at, _until
+from desktop.bench.pulse_rig import rig
 from desktop.bench.real_speech import Clip
 from desktop.bench.sessions import Models
 from engine.journal import read_events

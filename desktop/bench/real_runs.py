@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.contract import CancelSignal
-from adapters.contract.workers import run_blocking
+from adapters.runtime.workers import run_blocking
 from audio.wav import save_wav
 from desktop.bench.real_speech import Clip, at_level, conversation_speakers, conversation_turns, sentences
 from desktop.bench.scenarios import Run, ttfas

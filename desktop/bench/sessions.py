@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.asr.whisper import WhisperTranscriber
-from adapters.contract.workers import run_blocking
+from adapters.runtime.workers import run_blocking
 from adapters.tts.piper_voice import PiperSynthesizer
 from audio.wav import load_wav
 from desktop.assets import fixture

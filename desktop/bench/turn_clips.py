@@ -18,7 +18,7 @@ Samples = npt.NDArray[np.float32]
 
 
 @dataclass(frozen=True)
-class Pause:
+class InsertedPause:
     after: str  # the word before the pause
     at_s: float  # where the inserted silence starts in the file
     length_s: float
@@ -32,7 +32,7 @@ class TurnClip:
     text: str
     kind: str  # "paused" (one turn with pauses inside it) or "complete" (one turn, no pause)
     speech: tuple[tuple[float, float], ...]
-    pauses: tuple[Pause, ...]
+    pauses: tuple[InsertedPause, ...]
     path: Path
 
     @property
@@ -57,6 +57,6 @@ def turn_clips(folder: Path | None = None) -> list[TurnClip]:
 
 def _clip(entry: dict[str, Any], folder: Path) -> TurnClip:
     speech = tuple((float(a), float(b)) for a, b in entry["speech"])
-    pauses = tuple(Pause(str(p["after"]), float(p["at_s"]), float(p["length_s"])) for p in entry["pauses"])
+    pauses = tuple(InsertedPause(str(p["after"]), float(p["at_s"]), float(p["length_s"])) for p in entry["pauses"])
     name = str(entry["file"]).removesuffix(".wav")
     return TurnClip(name, str(entry["text"]), str(entry["kind"]), speech, pauses, folder / str(entry["file"]))

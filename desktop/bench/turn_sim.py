@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from adapters.contract.speech_io import Transcript
-from audio.endpoint import EPSILON_S, CheckTurn, Decision, EndpointPolicy, TurnEnded, TurnResumed
+from audio.endpoint import EPSILON_S, CheckTurn, Decision, EndpointPolicy, TurnDecided, TurnResumed
 from audio.events import SpeechEnded, SpeechStarted
 from audio.ports import RATE, Frame
 from audio.vad import Vad
@@ -49,10 +49,14 @@ class SimClock:
     def now(self) -> float:
         return self.t
 
+    async def sleep(self, seconds: float) -> None:
+        """Nothing waits in the simulation: it moves the time itself (here only to be a `Clock`)."""
+        raise NotImplementedError
+
 
 @dataclass
 class SimResult:
-    ended: list[TurnEnded] = field(default_factory=list)
+    ended: list[TurnDecided] = field(default_factory=list)
     resumed: int = 0
     words: list[str] = field(default_factory=list)  # what the transcript said when each turn ended
     text_ready: list[float | None] = field(default_factory=list)  # when each ended turn's words were ready

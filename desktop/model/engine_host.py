@@ -7,12 +7,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from adapters.contract.clock import Clock
 from desktop.catalog.languages import running
 from desktop.config import Config
 from desktop.model.keyring_store import StoredKey
 from desktop.model.switching import spoken_models
 from desktop.pipeline.parts import LlmChoice, prompt_for
-from engine.clock import Clock
 from engine.conversation import Conversation, EngineParts, open_conversation
 from engine.journal import Journal
 from engine.retry import Budgets

@@ -14,15 +14,16 @@ from pathlib import Path
 
 from adapters.asr.whisper import WhisperTranscriber
 from adapters.contract import CancelSignal
-from adapters.contract.tasks import open_tasks
-from adapters.llm.models import ModelError
+from adapters.contract.clock import Clock
+from adapters.runtime.model_files import ModelError
+from adapters.runtime.tasks import open_tasks
 from adapters.tts.piper_voice import PiperSynthesizer
-from audio.devices import NO_PORTAUDIO
 from audio.events import AudioUnavailable
+from audio.portaudio import NO_PORTAUDIO
 from desktop.catalog.languages import running
 from desktop.config import AudioConfig, Config
 from desktop.errors import BadInput
-from desktop.model.devices import shown_device
+from desktop.model.device_lists import shown_device
 from desktop.model.facts import ModelLoading, Problem
 from desktop.model.hearing import dropped_problem
 from desktop.model.voice import VoiceEvents, VoiceUnavailable
@@ -42,12 +43,11 @@ from desktop.model.wording import (
     voice_stopped,
 )
 from desktop.pipeline import facts
-from desktop.pipeline.devices import fixture_devices, probe, real_devices
+from desktop.pipeline.audio_io import fixture_devices, probe, real_devices
 from desktop.pipeline.parts import speech_models
 from desktop.pipeline.scenario_play import Stage, play
 from desktop.pipeline.voice import PIPER, WHISPER, Binding, VoicePipeline, playback_failed_to
 from desktop.scenario import Scenario
-from engine.clock import Clock
 from engine.conversation import Conversation
 from engine.speech import SpeechOutput
 

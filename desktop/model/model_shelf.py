@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapters.contract import CancelSignal, User
-from adapters.contract.workers import run_job
-from adapters.llm.models import ModelError
+from adapters.runtime.model_files import ModelError
+from adapters.runtime.workers import run_job
 from desktop.catalog.choice import in_use, using
 from desktop.catalog.command import speed
 from desktop.catalog.entries import KIND_NAMES, KINDS, Catalogue, Entry

@@ -18,10 +18,11 @@ from typing import Any
 import anyio
 
 from adapters.contract import LlmAdapter, User
-from adapters.contract.tasks import Tasks, open_tasks
-from adapters.contract.workers import run_blocking
-from adapters.llm.models import ModelError
+from adapters.contract.clock import Clock
 from adapters.llm.secret import Secret
+from adapters.runtime.model_files import ModelError
+from adapters.runtime.tasks import Tasks, open_tasks
+from adapters.runtime.workers import run_blocking
 from desktop.catalog.languages import running
 from desktop.config import Config, data_dir
 from desktop.errors import BadInput
@@ -62,7 +63,7 @@ from desktop.model.wording import (
     problem_for_failure,
 )
 from desktop.pipeline.parts import LlmChoice, llm_choice
-from engine.clock import Clock, MonotonicClock
+from engine.clock import MonotonicClock
 from engine.conversation import Conversation
 from engine.events import State, StateChanged, TurnEnded, TurnStarted
 from engine.inbox import UserInput

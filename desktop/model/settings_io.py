@@ -14,7 +14,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
-from adapters.contract.private_files import private_dir, write_private_text
+from adapters.runtime.private_files import private_dir, write_private_text
 from desktop.config import Config, ConfigError, env_values, load
 
 

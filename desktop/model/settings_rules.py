@@ -13,10 +13,10 @@ from pathlib import Path
 import httpx
 
 from adapters.asr.whisper import check_model_dir
-from adapters.llm.models import ModelError
 from adapters.llm.openai_compat import endpoint
 from adapters.llm.proxy import ProxySettingError, proxy_for
 from adapters.llm.secret import Secret, redact_url
+from adapters.runtime.model_files import ModelError
 from adapters.tts.piper_voice import check_voice_files
 from desktop.config import Config, ConfigError, check_url, validate
 from desktop.providers.checks import answered, check_server

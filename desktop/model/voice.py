@@ -14,11 +14,11 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
+from adapters.contract.clock import Clock
 from desktop.config import Config
 from desktop.model.facts import ModelLoading, Problem
 from desktop.model.wording import voice_not_wired
 from desktop.pipeline.speech import SIMULATED_MS_PER_WORD
-from engine.clock import Clock
 from engine.conversation import Conversation
 from engine.events import State
 from engine.inbox import UserInput

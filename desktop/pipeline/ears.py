@@ -27,12 +27,13 @@ from typing import Any
 
 from adapters.asr.incremental import IncrementalTranscriber
 from adapters.contract import Disposed, User
-from adapters.contract.heap import give_back_free_heap
+from adapters.contract.clock import Clock
 from adapters.contract.speech_io import Transcriber, Transcript
-from adapters.contract.tasks import ErrorHandler, Tasks, open_tasks
-from adapters.contract.workers import run_blocking
+from adapters.runtime.heap import give_back_free_heap
+from adapters.runtime.tasks import ErrorHandler, Tasks, open_tasks
+from adapters.runtime.workers import run_blocking
 from audio.bargein import BargeInDetector
-from audio.endpoint import EndpointPolicy, TurnEnded
+from audio.endpoint import EndpointPolicy, TurnDecided
 from audio.events import BargeIn, BargeInConfirmed, CaptureFailed, FalseBargeInResumed, SpeechEnded, SpeechStarted
 from audio.levels import speech_level_dbfs
 from audio.own_voice import OwnVoice
@@ -41,7 +42,6 @@ from desktop.pipeline.facts import UTTERANCE_PART, UtteranceDropped
 from desktop.pipeline.self_voice import PlayedWords, echo_of_parley, evidence
 from desktop.pipeline.turn_end import TurnEnd
 from desktop.pipeline.utterance import FILLERS, TurnTaking, Utterance, says_something
-from engine.clock import Clock
 from engine.conversation import Conversation
 from engine.events import State, StateChanged
 from engine.inbox import UserInput
@@ -89,7 +89,9 @@ class Ears:
         self.barge_ins: list[BargeIn] = []
         self.stop_ms: dict[int, float] = {}
         self.silent_at: dict[int, float] = {}  # when each interrupted turn's output went silent (clock)
-        self.decisions: collections.deque[TurnEnded] = collections.deque(maxlen=DECISIONS_KEPT)  # the latest, in order
+        self.decisions: collections.deque[TurnDecided] = collections.deque(
+            maxlen=DECISIONS_KEPT
+        )  # the latest, in order
         self._turn_end = TurnEnd(conversation, clock, turn_taking, self._own, self._decided)
         self._unsubscribe = conversation.subscribe(self._on_engine_event)
 
@@ -184,7 +186,7 @@ class Ears:
         utterance.poke()
         self._own(self._finish, utterance, at, None, name="asr-final")
 
-    def _decided(self, utterance: Utterance, ended: TurnEnded) -> None:
+    def _decided(self, utterance: Utterance, ended: TurnDecided) -> None:
         """The policy ended the turn: the utterance's final transcript (the pause's pass) goes to the conversation,
         as a provisional input the person may still go on from."""
         self.decisions.append(ended)
@@ -193,7 +195,7 @@ class Ears:
             self._reopenable = utterance
         self._own(self._finish, utterance, ended.speech_ended_at, ended, name="turn-decided")
 
-    async def _finish(self, utterance: Utterance, end_at: float, ended: TurnEnded | None) -> None:
+    async def _finish(self, utterance: Utterance, end_at: float, ended: TurnDecided | None) -> None:
         """The utterance's final transcript (the speculative pass when the policy decided) goes to the conversation."""
         self._conversation.set_input_state(State.TRANSCRIBING)
         started, generation = self._clock.now(), utterance.generation
@@ -272,7 +274,7 @@ class Ears:
         self._turn_end.start(utterance)
         return True
 
-    def _metrics(self, utterance: Utterance, ended: TurnEnded | None, started: float) -> dict[str, float]:
+    def _metrics(self, utterance: Utterance, ended: TurnDecided | None, started: float) -> dict[str, float]:
         """eot_ms: end of speech → turn decided; asr_final_ms: decided → its text ready; asr_ms: the pass's time."""
         now, pause = self._clock.now(), utterance.pause
         if ended is None:  # push-to-talk: the final pass ran after the release
@@ -383,6 +385,6 @@ async def open_ears(
 
 
 async def give_back_heap() -> None:
-    """Each Whisper pass frees ~24 MB that glibc keeps for the next; once an utterance is over, hand it back. Not
-    after every pass: the next pass faults the pages in again, 13-16 ms (adapters/contract/heap.py)."""
+    """Each Whisper pass frees memory that glibc keeps for the next; once an utterance is over, hand it back. Not
+    after every pass: the next pass would fault the pages in again (adapters/runtime/heap.py)."""
     await run_blocking(give_back_free_heap)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from adapters.asr.whisper import WhisperTranscriber
-from adapters.llm.models import ModelError
 from adapters.llm.secret import Secret
+from adapters.runtime.model_files import ModelError
 from adapters.tts.piper_voice import PiperSynthesizer
 from desktop.builtin_tools import current_time_tool, take_note_tool
 from desktop.config import Config, data_dir

@@ -15,21 +15,22 @@ from typing import Any
 import anyio
 
 from adapters.asr.whisper import WhisperTranscriber
-from adapters.contract.private_files import private_dir, write_private_text
-from adapters.contract.tasks import open_tasks
-from adapters.contract.workers import run_blocking
+from adapters.contract.clock import Clock
 from adapters.llm.secret import Secret, load_api_key
+from adapters.runtime.private_files import private_dir, write_private_text
+from adapters.runtime.tasks import open_tasks
+from adapters.runtime.workers import run_blocking
 from adapters.tts.piper_voice import PiperSynthesizer
 from audio.wav import load_wav
 from desktop.config import Config
 from desktop.errors import BadInput
-from desktop.pipeline.devices import Devices, fixture_devices
+from desktop.pipeline.audio_io import Devices, fixture_devices
 from desktop.pipeline.facts import PipelineFact
 from desktop.pipeline.parts import LlmChoice, builtin_tools, llm_choice, prompt_for, speech_models
 from desktop.pipeline.scenario_play import Delivered, Stage, play
 from desktop.pipeline.voice import Binding, open_pipeline
 from desktop.scenario import Scenario
-from engine.clock import Clock, MonotonicClock, SkippingClock
+from engine.clock import MonotonicClock, SkippingClock
 from engine.conversation import EngineParts, open_conversation
 from engine.journal import Journal, quarantine_note, read_events
 from engine.report import render, turn_reports

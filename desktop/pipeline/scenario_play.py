@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from adapters.contract.clock import Clock
 from audio.fixtures import FileSource, RecordingSink
 from audio.wav import load_wav
 from desktop.pipeline.voice import Binding
 from desktop.scenario import Say, Scenario
-from engine.clock import Clock
 from engine.inbox import UserInput
 
 QUIET_FOR_S = 1.0  # the run ends once everything has been idle this long after the microphone's last clip

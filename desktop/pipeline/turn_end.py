@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from adapters.contract.clock import Clock
 from adapters.contract.speech_io import Samples
 from adapters.contract.turn import EndOfTurnModel
-from audio.endpoint import CheckTurn, Decision, EndpointConfig, TurnEnded, TurnResumed
+from audio.endpoint import CheckTurn, Decision, EndpointConfig, TurnDecided, TurnResumed
 from audio.events import SpeechEnded, SpeechStarted
 from audio.turn_words import looks_unfinished
-from desktop.pipeline.utterance import MODEL, WORDS, Pause, TurnTaking, Utterance, says_something
-from engine.clock import Clock
+from desktop.pipeline.utterance import MODEL, WORDS, PauseWork, TurnTaking, Utterance, says_something
 from engine.conversation import Conversation
 
 Own = Callable[..., None]  # start owned work: own(fn, *args, name=...)
@@ -33,7 +33,7 @@ class TurnEnd:
         clock: Clock,
         turn_taking: Callable[[], TurnTaking],
         own: Own,
-        decided: Callable[[Utterance, TurnEnded], None],
+        decided: Callable[[Utterance, TurnDecided], None],
     ) -> None:
         self._conversation = conversation
         self._clock = clock
@@ -80,14 +80,14 @@ class TurnEnd:
         pause = utterance.pause
         if pause is None or pause.number != check.pause:
             utterance.drop_pause()
-            pause = utterance.pause = Pause(check.pause, check.silence_from)
+            pause = utterance.pause = PauseWork(check.pause, check.silence_from)
             self._run(pause, WORDS, self._speculate, utterance, pause, name="speculative-asr")
         model = self._turn_taking().model
         if model is not None:
             audio = utterance.transcript.audio()  # what it hears: the pause as long as it is now
             self._run(pause, MODEL, self._ask_model, utterance, pause, model, audio, name="end-of-turn-model")
 
-    async def _ask_model(self, utterance: Utterance, pause: Pause, model: EndOfTurnModel, audio: Samples) -> None:
+    async def _ask_model(self, utterance: Utterance, pause: PauseWork, model: EndOfTurnModel, audio: Samples) -> None:
         """After the pause's final pass: its words lead to the reply, the model's answer only to the decision, so
         Whisper gets both cores to itself."""
         await pause.passed.wait()
@@ -95,7 +95,7 @@ class TurnEnd:
         if utterance.policy is not None:
             self._apply(utterance, utterance.policy.model_said(pause.number, probability))
 
-    async def _speculate(self, utterance: Utterance, pause: Pause) -> None:
+    async def _speculate(self, utterance: Utterance, pause: PauseWork) -> None:
         """The final pass at the pause; its words go to the policy, and the conversation reads their request."""
         started = self._clock.now()
         try:
@@ -112,12 +112,12 @@ class TurnEnd:
             until = utterance.transcript.covered_until or pause.words_at
             self._apply(utterance, utterance.policy.heard(words.text if said else "", until))
 
-    def _end(self, utterance: Utterance, ended: TurnEnded) -> None:
+    def _end(self, utterance: Utterance, ended: TurnDecided) -> None:
         utterance.over = True
         utterance.poke()
         if utterance.pause is not None:
             utterance.pause.cancel(MODEL)  # its answer no longer matters; the final pass and the prefill go on
         self._decided(utterance, ended)
 
-    def _run(self, pause: Pause, kind: str, fn: Callable[..., Awaitable[Any]], *args: Any, name: str) -> None:
+    def _run(self, pause: PauseWork, kind: str, fn: Callable[..., Awaitable[Any]], *args: Any, name: str) -> None:
         self._own(pause.run, kind, fn, *args, name=name)

@@ -38,7 +38,7 @@ class TurnTaking:
     model: EndOfTurnModel | None
 
 
-class Pause:
+class PauseWork:
     """The work started on one pause; `drop()` cancels it all (its scopes absorb the cancellation, its threads are
     awaited by the tasks that started them) and sets its signal for the adapters."""
 
@@ -89,7 +89,7 @@ class Utterance:
     policy: EndpointPolicy | None  # None: push-to-talk (the release ends it)
     audio_start: float = 0.0  # clock time of the first sample its transcript reads (the pre-roll's start)
     signal: CancelSignal = field(default_factory=CancelSignal)
-    pause: Pause | None = None
+    pause: PauseWork | None = None
     ended: Transcript | None = None
     done: bool = False  # its final transcript is known (or it was dropped)
     over: bool = False  # its end is decided; no more speech belongs to it

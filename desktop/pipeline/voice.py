@@ -21,10 +21,11 @@ import anyio
 import numpy as np
 
 from adapters.contract import CancelSignal
+from adapters.contract.clock import Clock
 from adapters.contract.speech_io import Synthesizer, Transcriber
-from adapters.contract.tasks import Tasks, open_tasks
 from adapters.contract.turn import EndOfTurnModel
-from adapters.llm.models import ModelError
+from adapters.runtime.model_files import ModelError
+from adapters.runtime.tasks import Tasks, open_tasks
 from audio.aec import EchoCanceller
 from audio.bargein import BargeInDetector
 from audio.endpoint import PAUSE_SILENCE_MS, EndpointConfig
@@ -42,11 +43,11 @@ from audio.events import (
 )
 from audio.listen import Listener, ListenEvent
 from audio.own_voice import TimedWord
-from audio.ports import Clock, Frame, run_blocking
+from audio.ports import Frame, run_blocking
 from audio.vad import Vad, VadConfig
 from desktop.config import AudioConfig
 from desktop.languages import ENGLISH, word_rules_apply
-from desktop.pipeline.devices import Devices
+from desktop.pipeline.audio_io import Devices
 from desktop.pipeline.ears import Ears, TurnTaking, open_ears
 from desktop.pipeline.facts import (
     EchoProtectionOff,

@@ -8,12 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from adapters.contract import CancelSignal
+from adapters.contract.clock import Clock
 from adapters.contract.speech_io import Synthesizer, WordTiming
 from adapters.tts.chunker import SpeechChunker
 from adapters.tts.tail import trim_head, trim_tail
 from audio.own_voice import TimedWord
 from audio.ports import AudioSink
-from engine.clock import Clock
 from engine.speech import SpeechKey, SpokenSegment
 
 HISTORY_S = 15.0  # how long played words are kept once their turn ended (the echo tail is far shorter)

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
 
 from adapters.contract import LlmAdapter
-from adapters.llm.models import ModelError
 from adapters.llm.secret import Secret
+from adapters.runtime.model_files import ModelError
 from desktop.errors import BadInput
 
 if TYPE_CHECKING:

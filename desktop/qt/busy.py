@@ -13,7 +13,7 @@ from pathlib import Path
 from PySide6.QtCore import QFileSystemWatcher, QObject, Qt, QTimer
 from PySide6.QtWidgets import QMessageBox, QWidget
 
-from adapters.contract.private_files import write_private_text
+from adapters.runtime.private_files import write_private_text
 from desktop.model.busy import ANSWER_WITHIN_S, BusyQuestion, focus_request
 
 POLL_MS = 50

@@ -34,7 +34,7 @@ from adapters.llm.secret import Secret
 from desktop.catalog.languages import note, spoken
 from desktop.config import Config, ConfigError
 from desktop.languages import CHOICES, DETECT, LANGUAGES
-from desktop.model.devices import Devices
+from desktop.model.device_lists import DeviceLists
 from desktop.model.keyring_store import KeyringUnavailable, KeyStore, describe
 from desktop.model.settings_io import SettingsError, save
 from desktop.model.settings_rules import check
@@ -58,7 +58,7 @@ class SettingsDialog(QDialog):
         config: Config,
         path: Path,
         keys: KeyStore,
-        devices: Devices,
+        devices: DeviceLists,
         parent: QWidget | None = None,
         *,
         tester: Tester | None = None,

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSlider, QWidget
 
-from desktop.model.devices import Devices
+from desktop.model.device_lists import DeviceLists
 from desktop.qt.style import named
 
 DEFAULT_DEVICE = "System default"
@@ -88,7 +88,7 @@ class SpeechDetection(QWidget):
         )
 
 
-def device_box(devices: Devices, kind: str, current: str) -> QComboBox:
+def device_box(devices: DeviceLists, kind: str, current: str) -> QComboBox:
     """The devices of `kind` ("input" or "output") by the names a person reads; the current one stays a choice."""
     box = QComboBox()
     box.addItem(DEFAULT_DEVICE, "")

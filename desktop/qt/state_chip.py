@@ -7,11 +7,11 @@ from typing import Any
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QWidget
 
+from adapters.contract.clock import Clock
 from desktop.model.facts import EngineClosed, EngineOpened, HandsFreeChanged, ModelLoading, ProblemCleared, StartedUp
 from desktop.model.session import TURN_PROBLEMS
 from desktop.model.wording import LOADING, failure_reason, state_label
 from desktop.qt.style import CHIP_COLOURS
-from engine.clock import Clock
 from engine.events import BackoffInfo, State, StateChanged, TurnEnded, TurnStarted
 
 TICK_MS = 100

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 from desktop.config import Config
 from desktop.model.busy import FOCUS, busy_question
 from desktop.model.conversations import bubbles_of, plain_text
-from desktop.model.devices import Devices, list_devices
+from desktop.model.device_lists import DeviceLists, device_lists
 from desktop.model.facts import ConversationBusy, ConversationOpened, EngineClosed, EngineOpened, HandsFreeChanged
 from desktop.model.model_shelf import Shelf
 from desktop.model.session import Session
@@ -58,7 +58,7 @@ class MainWindow(QMainWindow):
         session: Session,
         *,
         config_path: Path,
-        devices: Callable[[], Devices] = list_devices,
+        devices: Callable[[], DeviceLists] = device_lists,
         shelf: Shelf | None = None,
     ) -> None:
         super().__init__()

@@ -14,7 +14,7 @@ from pathlib import Path
 from PySide6.QtCore import QByteArray, QRect, QSettings, QSize
 from PySide6.QtWidgets import QWidget
 
-from adapters.contract.private_files import PRIVATE_FILE, private_dir
+from adapters.runtime.private_files import PRIVATE_FILE, private_dir
 from desktop.qt.fit import SCREEN_SHARE
 from desktop.qt.talk_keys import DEFAULT_SHORTCUT
 

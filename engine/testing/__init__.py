@@ -2,10 +2,10 @@
 
 from engine.testing.clock import VirtualClock
 from engine.testing.fake_llm import (
+    Delay,
     Emit,
     FakeLlm,
     Hang,
-    Pause,
     Raise,
     Stubborn,
     empty_reply,
@@ -17,11 +17,11 @@ from engine.testing.fake_llm import (
 from engine.testing.fake_speech import FakeSpeechOutput
 
 __all__ = [
+    "Delay",
     "Emit",
     "FakeLlm",
     "FakeSpeechOutput",
     "Hang",
-    "Pause",
     "Raise",
     "Stubborn",
     "VirtualClock",

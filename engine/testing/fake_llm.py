@@ -17,9 +17,10 @@ from adapters.contract import (
     ToolCallDelta,
     Usage,
 )
+from adapters.contract.clock import Clock
 from adapters.contract.llm import EMPTY_RESPONSE, FailureCode
-from adapters.contract.workers import StopFlag, run_blocking, run_job
-from engine.clock import Clock, MonotonicClock
+from adapters.runtime.workers import StopFlag, run_blocking, run_job
+from engine.clock import MonotonicClock
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class Raise:
 
 
 @dataclass(frozen=True)
-class Pause:
+class Delay:
     """Wait on the injected clock (a slow trickle is pauses between emits)."""
 
     seconds: float
@@ -58,7 +59,7 @@ class Stubborn:
         self.release.wait()
 
 
-Action = Emit | Raise | Pause | Hang | Stubborn
+Action = Emit | Raise | Delay | Hang | Stubborn
 DEFAULT_USAGE = Usage(10, 5)
 Script = Sequence[Action]
 
@@ -130,7 +131,7 @@ class FakeLlm:
                 yield action.chunk
             elif isinstance(action, Raise):
                 raise LlmError(action.failure)
-            elif isinstance(action, Pause):
+            elif isinstance(action, Delay):
                 await self._clock.sleep(action.seconds)
             elif isinstance(action, Hang):
                 await signal.wait()
@@ -151,7 +152,7 @@ def reply(text: str, *, pieces: int = 0, delay: float = 0.0, usage: Usage = DEFA
     actions: list[Action] = []
     for part in parts:
         if delay:
-            actions.append(Pause(delay))
+            actions.append(Delay(delay))
         actions.append(Emit(TextDelta(part)))
     return [*actions, Emit(usage), Emit(Finish("stop"))]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audio.devices import refresh
+from audio.portaudio import refresh
 from audio.wav import load_wav
 from tests.audio import pulse as pulse_kit
 

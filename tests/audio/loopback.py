@@ -332,7 +332,7 @@ def main() -> None:
     parser.add_argument("--stall-ms", type=float, nargs=2, metavar=("MS", "EVERY_MS"), help="hold the GIL")
     args = parser.parse_args()
     stalls = (args.stall_ms[0] / 1000, args.stall_ms[1] / 1000) if args.stall_ms else None
-    from audio.devices import refresh
+    from audio.portaudio import refresh
 
     server = kit.start()
     refresh()

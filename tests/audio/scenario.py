@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from adapters.contract.clock import Clock
 from audio.aec import EchoCanceller
 from audio.bargein import BargeInDetector
 from audio.events import BargeIn, CaptureFailed
 from audio.listen import Listener, ListenEvent
-from audio.ports import RATE, AudioSink, AudioSource, Clock, Frame
+from audio.ports import RATE, AudioSink, AudioSource, Frame
 from audio.vad import Vad, VadConfig
 from tests.audio.signals import offset_of
 

@@ -16,8 +16,8 @@ import pytest
 import soundfile as sf
 
 from audio.capture import Microphone
-from audio.devices import list_devices, resolve_device
 from audio.events import AudioUnavailable, CaptureFailed, VadUnavailable, WavError
+from audio.portaudio import list_devices, resolve_device
 from audio.ports import Frame
 from audio.vad import SileroModel
 from audio.wav import load_wav
@@ -33,7 +33,7 @@ def _run(code: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 
 LIST = (
-    "from audio.devices import list_devices\n"
+    "from audio.portaudio import list_devices\n"
     "from audio.events import AudioUnavailable\n"
     "try:\n    list_devices()\nexcept AudioUnavailable as e:\n    print(e)\n"
 )

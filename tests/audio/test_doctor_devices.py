@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from audio.devices import list_devices
+from audio.portaudio import list_devices
 from desktop.config import AudioConfig, Config
 from desktop.doctor import doctor
 from tests.audio import pulse as pulse_kit

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from audio.endpoint import CheckTurn, EndpointConfig, EndpointPolicy, TurnEnded, TurnResumed
+from audio.endpoint import CheckTurn, EndpointConfig, EndpointPolicy, TurnDecided, TurnResumed
 from audio.events import SpeechEnded, SpeechStarted
 from audio.turn_words import looks_unfinished
 from engine.testing.clock import VirtualClock
@@ -31,7 +31,7 @@ async def test_a_finished_question_ends_as_soon_as_the_model_answers() -> None:
     silence_from, check = await _pause(clock, policy)
     assert policy.heard("What's the weather like today?", until=clock.now()) == []
     await clock.advance(0.1)
-    assert policy.model_said(check.pause, 0.93) == [TurnEnded(check.pause, silence_from, clock.now(), "model")]
+    assert policy.model_said(check.pause, 0.93) == [TurnDecided(check.pause, silence_from, clock.now(), "model")]
     assert not policy.in_turn
     assert policy.deadline() is None
 
@@ -49,7 +49,7 @@ async def test_a_pause_after_unfinished_words_stays_one_turn_when_the_speaker_go
     silence_from, second = await _pause(clock, policy)
     policy.heard("Tell me about the history of the city of Rome.", until=clock.now())
     ended = policy.model_said(second.pause, 0.8)
-    assert ended == [TurnEnded(second.pause, silence_from, clock.now(), "model")]
+    assert ended == [TurnDecided(second.pause, silence_from, clock.now(), "model")]
 
 
 async def test_unfinished_words_end_the_turn_only_at_the_maximum_wait() -> None:
@@ -62,7 +62,7 @@ async def test_unfinished_words_end_the_turn_only_at_the_maximum_wait() -> None:
     await clock.advance(1.7)
     assert policy.tick() == []
     await clock.advance(0.1)
-    assert policy.tick() == [TurnEnded(check.pause, silence_from, clock.now(), "max_wait")]
+    assert policy.tick() == [TurnDecided(check.pause, silence_from, clock.now(), "max_wait")]
 
 
 async def test_the_configured_minimum_silence_is_a_floor() -> None:
@@ -73,7 +73,7 @@ async def test_the_configured_minimum_silence_is_a_floor() -> None:
     assert policy.model_said(check.pause, 0.99) == []
     assert policy.deadline() == pytest.approx(silence_from + 0.6)
     await clock.advance(silence_from + 0.6 - clock.now())
-    assert policy.tick() == [TurnEnded(check.pause, silence_from, clock.now(), "model")]
+    assert policy.tick() == [TurnDecided(check.pause, silence_from, clock.now(), "model")]
 
 
 async def test_the_decision_waits_for_words_that_reach_the_silence() -> None:
@@ -84,7 +84,7 @@ async def test_the_decision_waits_for_words_that_reach_the_silence() -> None:
     assert policy.heard("Tell me a", until=silence_from - 0.5) == [], "a partial that stops before the silence"
     await clock.advance(0.3)
     assert policy.heard("Tell me a joke.", until=silence_from + 0.2) == [
-        TurnEnded(check.pause, silence_from, clock.now(), "model")
+        TurnDecided(check.pause, silence_from, clock.now(), "model")
     ]
 
 
@@ -93,7 +93,7 @@ async def test_without_waiting_for_words_a_stale_partial_does_not_hold_the_turn(
     policy = EndpointPolicy(clock, EndpointConfig(wait_for_words=False))
     silence_from, check = await _pause(clock, policy)
     policy.heard("Tell me about the", until=silence_from - 0.5)
-    assert policy.model_said(check.pause, 0.9) == [TurnEnded(check.pause, silence_from, clock.now(), "model")]
+    assert policy.model_said(check.pause, 0.9) == [TurnDecided(check.pause, silence_from, clock.now(), "model")]
 
 
 async def test_finished_words_the_model_doubts_hold_the_turn_for_the_doubt_wait() -> None:
@@ -108,7 +108,7 @@ async def test_finished_words_the_model_doubts_hold_the_turn_for_the_doubt_wait(
     await clock.advance(silence_from + 0.6 - clock.now() - 0.01)
     assert policy.tick() == []
     await clock.advance(0.01)
-    assert policy.tick() == [TurnEnded(check.pause, silence_from, clock.now(), "doubt")]
+    assert policy.tick() == [TurnDecided(check.pause, silence_from, clock.now(), "doubt")]
 
 
 async def test_finished_words_without_the_models_answer_wait_no_longer_than_a_doubt() -> None:
@@ -117,7 +117,7 @@ async def test_finished_words_without_the_models_answer_wait_no_longer_than_a_do
     silence_from, check = await _pause(clock, policy)
     policy.heard("Turn the lights on.", until=clock.now())
     await clock.advance(silence_from + 0.6 - clock.now())
-    assert policy.tick() == [TurnEnded(check.pause, silence_from, clock.now(), "doubt")]
+    assert policy.tick() == [TurnDecided(check.pause, silence_from, clock.now(), "doubt")]
 
 
 async def test_without_a_model_finished_words_end_the_turn_after_the_fallback_wait() -> None:
@@ -127,7 +127,7 @@ async def test_without_a_model_finished_words_end_the_turn_after_the_fallback_wa
     assert policy.heard("What time is it?", until=clock.now()) == []
     assert policy.deadline() == pytest.approx(silence_from + 0.6)
     await clock.advance(silence_from + 0.6 - clock.now())
-    assert [type(d) for d in policy.tick()] == [TurnEnded]
+    assert [type(d) for d in policy.tick()] == [TurnDecided]
 
 
 async def test_nothing_happens_outside_a_turn() -> None:
@@ -209,7 +209,7 @@ def test_a_tick_at_the_deadline_decides_despite_float_rounding(silence_from: flo
         clock.t = deadline
         decisions = policy.tick()
         if decisions:
-            assert decisions == [TurnEnded(check.pause, silence_from, deadline, "max_wait")]
+            assert decisions == [TurnDecided(check.pause, silence_from, deadline, "max_wait")]
     assert not policy.in_turn
 
 
@@ -227,4 +227,4 @@ async def test_a_pause_without_any_words_holds_the_utterance_for_a_while() -> No
     silence_from, check = await _pause(clock, policy)
     assert policy.heard("", until=clock.now()) == []
     await clock.advance(silence_from + 1.0 - clock.now())
-    assert policy.tick() == [TurnEnded(check.pause, silence_from, clock.now(), "no_words")]
+    assert policy.tick() == [TurnDecided(check.pause, silence_from, clock.now(), "no_words")]

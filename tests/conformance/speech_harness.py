@@ -17,9 +17,9 @@ import numpy as np
 
 from adapters.asr.whisper import WhisperTranscriber
 from adapters.contract.cancel import CancelSignal, User
-from adapters.contract.pcm import resample
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Synthesizer, Transcriber
-from adapters.contract.workers import StopFlag
+from adapters.runtime.pcm import resample
+from adapters.runtime.workers import StopFlag
 from adapters.testing_speech import FakeSynthesizer, FakeTranscriber
 from adapters.tts.piper_voice import PiperSynthesizer, default_voice_path, shared_voice
 from adapters.tts.render import render

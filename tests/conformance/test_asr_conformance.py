@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from adapters.contract.cancel import CancelSignal, User
-from adapters.contract.pcm import resample
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Transcript
+from adapters.runtime.pcm import resample
 from tests.conformance.speech_harness import ASR_HARNESSES, AsrHarness, as_transcriber, python_threads, until
 
 pytestmark = pytest.mark.anyio

@@ -23,7 +23,7 @@ import pytest
 import qasync
 from PySide6.QtWidgets import QApplication
 
-from audio.devices import refresh
+from audio.portaudio import refresh
 from desktop.qt import qt_loop
 from desktop.qt.style import SHEET
 from tests.audio import pulse as pulse_kit

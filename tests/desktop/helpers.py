@@ -12,7 +12,7 @@ from keyring.backend import KeyringBackend
 from PySide6.QtWidgets import QAbstractButton, QComboBox, QGroupBox, QLabel, QLineEdit, QTreeWidget, QWidget
 
 from adapters.contract import CancelSignal, GenerateOptions, StreamChunk
-from desktop.model.devices import Devices
+from desktop.model.device_lists import DeviceLists
 from desktop.model.model_shelf import Shelf
 from desktop.model.session import Session
 from desktop.model.voice import SimulatedVoice, VoiceEvents
@@ -22,7 +22,7 @@ from engine.clock import MonotonicClock
 from engine.testing import FakeLlm, reply
 from engine.testing.fake_llm import Script
 
-DEVICES = Devices(["Test microphone"], ["Test speaker"])
+DEVICES = DeviceLists(["Test microphone"], ["Test speaker"])
 QUIET = microphone_failed("no audio from the input device for 1 s")
 STOPPED = microphone_failed("the input device stopped (unplugged, taken away or the sound server quit)")
 

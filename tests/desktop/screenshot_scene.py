@@ -20,7 +20,7 @@ from tempfile import TemporaryDirectory
 from PySide6.QtWidgets import QApplication
 
 from desktop.config import Config
-from desktop.model.devices import Devices
+from desktop.model.device_lists import DeviceLists
 from desktop.model.live_voice import LiveVoice
 from desktop.model.session import Session
 from desktop.qt import qt_loop
@@ -46,7 +46,7 @@ async def _scene(out: Path, journal_dir: Path) -> None:
     clock = MonotonicClock()
     voice = LiveVoice(Config(), clock, scenario=load_scenario(scenario_path(SCENARIO)))
     session = Session(Config(), journal_dir=journal_dir, voice=voice, clock=clock)
-    window = MainWindow(session, config_path=journal_dir / "config.toml", devices=Devices)
+    window = MainWindow(session, config_path=journal_dir / "config.toml", devices=DeviceLists)
     window.show()
     window.show_trace(True)
     try:

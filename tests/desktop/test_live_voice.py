@@ -15,11 +15,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextDocument
 from pytestqt.qtbot import QtBot
 
-import audio.devices
-import desktop.pipeline.devices
-from audio.devices import NO_PORTAUDIO, DeviceInfo
+import audio.portaudio
+import desktop.pipeline.audio_io
 from audio.events import AudioUnavailable, CaptureFailed
 from audio.fixtures import RecordingSink
+from audio.portaudio import NO_PORTAUDIO, DeviceInfo
 from audio.ports import Frame
 from desktop.assets import fixture
 from desktop.config import AudioConfig, Config
@@ -198,7 +198,7 @@ def _banner(window: MainWindow) -> str:
 def test_without_audio_devices_the_window_says_so_and_typing_still_works(
     run: Any, qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(audio.devices, "list_devices", list)
+    monkeypatch.setattr(audio.portaudio, "list_devices", list)
     voice, notes = voice_for(Namespace(fixture=None), Config())
     assert voice.simulated
     clock = MonotonicClock()
@@ -229,13 +229,13 @@ def _device(index: int, name: str, inputs: int, outputs: int) -> DeviceInfo:
 
 def test_device_problems_name_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     speaker_only = [_device(0, "HDMI", 0, 2)]
-    monkeypatch.setattr(audio.devices, "list_devices", lambda: speaker_only)
+    monkeypatch.setattr(audio.portaudio, "list_devices", lambda: speaker_only)
     microphone, speaker = probe_devices(AudioConfig())
     assert microphone is not None
     assert speaker is None
     assert (microphone.message, microphone.kind) == ("No microphone found", "no_microphone")
     both = [_device(0, "USB headset", 1, 2)]
-    monkeypatch.setattr(audio.devices, "list_devices", lambda: both)
+    monkeypatch.setattr(audio.portaudio, "list_devices", lambda: both)
     assert probe_devices(AudioConfig()) == (None, None)
     microphone, speaker = probe_devices(AudioConfig(input_device="Blue Yeti", output_device="USB"))
     assert microphone is not None
@@ -246,7 +246,7 @@ def test_device_problems_name_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     def no_portaudio() -> list[DeviceInfo]:
         raise AudioUnavailable(NO_PORTAUDIO)
 
-    monkeypatch.setattr(audio.devices, "list_devices", no_portaudio)
+    monkeypatch.setattr(audio.portaudio, "list_devices", no_portaudio)
     microphone, speaker = probe_devices(AudioConfig())
     assert microphone is not None
     assert speaker is not None
@@ -308,8 +308,8 @@ def test_a_microphone_that_fails_mid_stream_is_a_banner_and_hands_free_turns_off
     run: Any, qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = MonotonicClock()
-    monkeypatch.setattr(desktop.pipeline.devices, "Microphone", _DyingMicrophone)
-    monkeypatch.setattr(desktop.pipeline.devices, "Player", lambda *a, **k: RecordingSink(clock, rate=k["rate"]))
+    monkeypatch.setattr(desktop.pipeline.audio_io, "Microphone", _DyingMicrophone)
+    monkeypatch.setattr(desktop.pipeline.audio_io, "Player", lambda *a, **k: RecordingSink(clock, rate=k["rate"]))
     voice = LiveVoice(Config(), clock)
     session = Session(Config(), journal_dir=tmp_path, voice=voice, llm=FakeLlm([reply("Still here.")]), clock=clock)
 
@@ -337,9 +337,9 @@ def test_a_microphone_quiet_while_the_models_load_is_not_judged_and_a_banner_cle
     clock = MonotonicClock()
     microphones: list[_StallingMicrophone] = []
     monkeypatch.setattr(
-        desktop.pipeline.devices, "Microphone", lambda *a: microphones.append(_StallingMicrophone()) or microphones[-1]
+        desktop.pipeline.audio_io, "Microphone", lambda *a: microphones.append(_StallingMicrophone()) or microphones[-1]
     )
-    monkeypatch.setattr(desktop.pipeline.devices, "Player", lambda *a, **k: RecordingSink(clock, rate=k["rate"]))
+    monkeypatch.setattr(desktop.pipeline.audio_io, "Player", lambda *a, **k: RecordingSink(clock, rate=k["rate"]))
     voice = LiveVoice(Config(), clock)
     session = Session(Config(), journal_dir=tmp_path, voice=voice, llm=FakeLlm(), clock=clock)
     seen: list[str] = []

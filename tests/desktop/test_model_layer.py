@@ -34,7 +34,7 @@ QT_FREE = [
     "desktop.model.trace_model",
     "desktop.model.settings_io",
     "desktop.model.keyring_store",
-    "desktop.model.devices",
+    "desktop.model.device_lists",
 ]
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from PySide6.QtCore import QTimer
 
 from adapters.contract import CancelSignal, Finish, GenerateOptions, StreamChunk, TextDelta
-from adapters.contract.workers import StopFlag, Worker, run_job
+from adapters.runtime.workers import StopFlag, Worker, run_job
 from desktop.config import Config
 from desktop.model.session import Session
 from desktop.model.voice import SimulatedVoice

@@ -17,7 +17,7 @@ from pytestqt.qtbot import QtBot
 from adapters.asr.whisper import default_model_dir
 from adapters.tts.piper_voice import default_voice_path
 from desktop.config import AudioConfig, Config, LlmConfig, SpeechConfig, load
-from desktop.model.devices import from_query, list_devices
+from desktop.model.device_lists import device_lists, from_query
 from desktop.model.session import Session
 from desktop.model.settings_io import save, to_toml
 from desktop.model.voice import SimulatedVoice
@@ -148,7 +148,7 @@ def test_devices_without_portaudio_are_an_empty_list_and_a_note(monkeypatch: pyt
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_portaudio)
-    devices = list_devices()
+    devices = device_lists()
     assert devices.inputs == []
     assert devices.outputs == []
     assert "PortAudio is missing" in devices.note

@@ -11,7 +11,7 @@ from pytestqt.qtbot import QtBot
 from desktop.catalog.entries import load_catalogue
 from desktop.catalog.store import Receipt, Store
 from desktop.config import Config
-from desktop.model.devices import Devices
+from desktop.model.device_lists import DeviceLists
 from desktop.model.keyring_store import KeyStore
 from desktop.qt.settings_dialog import SettingsDialog
 
@@ -21,7 +21,7 @@ def test_choosing_a_language_says_what_it_needs_and_saves_it(
 ) -> None:
     monkeypatch.setenv("PARLEY_MODELS_DIR", str(tmp_path / "models"))
     path = tmp_path / "config.toml"
-    dialog = SettingsDialog(Config(), path, KeyStore(env={}), Devices())
+    dialog = SettingsDialog(Config(), path, KeyStore(env={}), DeviceLists())
     qtbot.addWidget(dialog)
     labels = [dialog.language.itemText(i) for i in range(dialog.language.count())]
     assert labels[:3] == ["English", "Deutsch (German)", "Français (French)"]
@@ -51,7 +51,7 @@ def test_with_its_models_here_the_dialog_says_how_turns_end(
         for name in entry.names:
             (staged / name).write_bytes(b"x")
         store.install(entry, staged, Receipt(entry.id, entry.repo, entry.revision, "0" * 40, {}))
-    dialog = SettingsDialog(Config(), tmp_path / "config.toml", KeyStore(env={}), Devices())
+    dialog = SettingsDialog(Config(), tmp_path / "config.toml", KeyStore(env={}), DeviceLists())
     qtbot.addWidget(dialog)
     dialog.language.setCurrentIndex(dialog.language.findData("fr"))
     assert dialog.language_note.text() == (

@@ -13,7 +13,7 @@ from pytestqt.qtbot import QtBot
 
 from adapters.contract import LlmFailure
 from desktop.config import Config, LlmConfig
-from desktop.model.devices import Devices
+from desktop.model.device_lists import DeviceLists
 from desktop.model.facts import EngineOpened
 from desktop.model.keyring_store import KeyStore
 from desktop.model.session import Session
@@ -40,7 +40,7 @@ class _Tester:
 
 
 def _dialog(qtbot: QtBot, tester: _Tester, config: Config = REMOTE) -> SettingsDialog:
-    dialog = SettingsDialog(config, Path("/nonexistent/config.toml"), KeyStore(env={}), Devices(), tester=tester)
+    dialog = SettingsDialog(config, Path("/nonexistent/config.toml"), KeyStore(env={}), DeviceLists(), tester=tester)
     qtbot.addWidget(dialog)
     return dialog
 

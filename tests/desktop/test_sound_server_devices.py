@@ -25,7 +25,7 @@ from audio.ports import Frame
 from audio.sound_server import ServerDevice, server_devices
 from desktop.config import AudioConfig, Config
 from desktop.doctor import devices_table
-from desktop.model.devices import Devices, from_query, list_devices, shown_device
+from desktop.model.device_lists import DeviceLists, device_lists, from_query, shown_device
 from desktop.model.keyring_store import KeyStore
 from desktop.model.live_voice import probe_devices
 from desktop.qt.settings_dialog import SettingsDialog
@@ -166,7 +166,7 @@ def test_the_servers_devices_are_listed_by_their_names(
     desk: tuple[str, str], qtbot: QtBot, memory_keyring: MemoryKeyring
 ) -> None:
     sink, source = desk
-    devices = list_devices()
+    devices = device_lists()
     assert f"pulse:{sink}" in devices.outputs
     assert f"pulse:{source}" in devices.inputs
     assert f"pulse:{sink}.monitor" not in devices.inputs
@@ -249,4 +249,4 @@ def test_a_server_device_that_is_gone_is_named(pulse: pulse_kit.Pulse) -> None:
 
 
 def test_devices_without_a_server_are_what_portaudio_lists() -> None:
-    assert from_query(PORTAUDIO) == Devices([d["name"] for d in PORTAUDIO], [d["name"] for d in PORTAUDIO])
+    assert from_query(PORTAUDIO) == DeviceLists([d["name"] for d in PORTAUDIO], [d["name"] for d in PORTAUDIO])

@@ -11,7 +11,7 @@ import pytest
 from desktop.assets import fixture
 from desktop.cli import main
 from engine.journal import read_events
-from tests.fault_behaviours import Behaviour, Pause, text_stream, tool_call
+from tests.fault_behaviours import Behaviour, Delay, text_stream, tool_call
 from tests.fault_server import FaultServer
 
 pytestmark = pytest.mark.slow
@@ -114,7 +114,7 @@ def test_fast_time_does_not_skip_a_slow_provider(
     """`--fast` skips idle waits, never a wait on the network: the provider's delay is in llm_ttft_ms, and no
     metric of the run can be longer than the run itself took."""
     slow = text_stream("A slow provider, finally.")
-    fault_server.push(Behaviour(parts=(Pause(1.0), *slow.parts), framing=slow.framing))
+    fault_server.push(Behaviour(parts=(Delay(1.0), *slow.parts), framing=slow.framing))
     out = tmp_path / "out"
     args = ["run", "--text", "hi", "--out", str(out), "--fast", "--llm", "openai", "--retries", "0",
             "--llm-base-url", fault_server.base_url]  # fmt: skip

@@ -15,7 +15,7 @@ import pytest
 from desktop.cli import main
 from engine.invariants import violations
 from engine.journal import read_events, read_journal
-from tests.fault_behaviours import Behaviour, Pause, text_stream
+from tests.fault_behaviours import Behaviour, Delay, text_stream
 from tests.fault_server import FaultServer
 from tests.small_disk import fill, small_disk
 
@@ -41,7 +41,7 @@ def test_a_second_run_on_the_same_folder_is_refused_and_the_first_keeps_its_reco
     tmp_path: Path, fault_server: FaultServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     slow = text_stream("I took my time, but here I am.")
-    fault_server.push(Behaviour(parts=(Pause(4.0), *slow.parts), framing=slow.framing))
+    fault_server.push(Behaviour(parts=(Delay(4.0), *slow.parts), framing=slow.framing))
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     first = subprocess.Popen([sys.executable, "-m", "desktop.cli", *_args(out, fault_server, "Hello")], cwd=ROOT,

@@ -14,20 +14,20 @@ import pytest
 
 from adapters.contract import CancelSignal, User
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Transcript
-from adapters.contract.workers import running
+from adapters.runtime.workers import running
 from adapters.testing_speech import FakeSynthesizer, FakeTranscriber
 from adapters.testing_turn import FakeEndOfTurnModel
 from audio.endpoint import PAUSE_SILENCE_MS
 from audio.wav import load_wav
 from desktop.assets import fixture
 from desktop.config import AudioConfig
-from desktop.pipeline.devices import fixture_devices
+from desktop.pipeline.audio_io import fixture_devices
 from desktop.pipeline.scenario_play import Stage, poll, until_quiet
 from desktop.pipeline.voice import open_pipeline
 from engine.conversation import GOING_ON_S, EngineParts, open_conversation
 from engine.journal import Journal, read_events
 from engine.testing import FakeLlm, VirtualClock, reply
-from engine.testing.fake_llm import Pause
+from engine.testing.fake_llm import Delay
 from tests.conformance.speech_harness import until
 
 pytestmark = pytest.mark.anyio
@@ -199,7 +199,7 @@ async def test_going_on_before_the_reply_is_heard_reopens_the_turn(tmp_path: Pat
     that was sent; the window's bubble goes too."""
     heard = ByLength([(0.0, "Tell me about Rome."), (2.0, ROME)])
     async with rig(tmp_path, heard, probability=0.9) as r:
-        slow = [Pause(3.0), *reply("Rome was founded long ago. ")]  # nothing audible before the speaker goes on
+        slow = [Delay(3.0), *reply("Rome was founded long ago. ")]  # nothing audible before the speaker goes on
         r.llm._scripts[:0] = [slow, slow]  # the reply begun ahead, and the turn's own request
         withdrawn: list[object] = []
         r.stage.binding.conversation.subscribe(

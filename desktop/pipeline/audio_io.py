@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from audio import devices as audio_devices
+from adapters.contract.clock import Clock
+from audio import portaudio
 from audio.capture import Microphone
 from audio.events import AudioUnavailable, PlaybackFailed
 from audio.fixtures import EchoMixer, FileSource, RecordingSink
 from audio.player import Player
-from audio.ports import AudioSink, AudioSource, Clock
+from audio.ports import AudioSink, AudioSource
 from desktop.config import AudioConfig
 from desktop.scenario import Echo
 
@@ -78,7 +79,7 @@ def probe(audio: AudioConfig) -> tuple[AudioUnavailable | None, AudioUnavailable
 
 def _probe(device: str, kind: str) -> AudioUnavailable | None:
     try:
-        audio_devices.resolve_device(device or None, "input" if kind == "input" else "output")
+        portaudio.resolve_device(device or None, "input" if kind == "input" else "output")
     except AudioUnavailable as error:
         return error
     return None

@@ -8,7 +8,7 @@ not wrapped in an ExceptionGroup as a bare task group would.
 
 A child that raises CancelledError when nothing cancelled it (a stopped model call reported as a cancel to a
 caller outside any cancelled scope) is a failure like any other: a bare anyio group would quietly cancel itself
-and everything it hosts (once, the session's engine closed and reopened mid-turn that way).
+and everything it hosts (docs/decisions/0002 tells what that did once).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ SAME_AS_DEFAULT = frozenset({FRONT, "default"})  # through a sound server: its d
 
 
 @dataclass(frozen=True)
-class Devices:
+class DeviceLists:
     """`inputs`/`outputs`: the settings that name the devices offered, in order; `labels`: the words shown for a
     setting that is not itself a name a person reads (a server device's -> its description), and for the devices
     there are but not offered (the same as another)."""
@@ -44,23 +44,23 @@ def shown_device(setting: str | None, server: Callable[[], list[ServerDevice]] =
     return next((d.description for d in server() if d.name == name), name)
 
 
-def list_devices(server: Callable[[], list[ServerDevice]] = server_devices) -> Devices:
+def device_lists(server: Callable[[], list[ServerDevice]] = server_devices) -> DeviceLists:
     try:
         import sounddevice
     except ImportError:
-        return Devices(note="sounddevice is not installed, so devices cannot be listed (pip install sounddevice)")
+        return DeviceLists(note="sounddevice is not installed, so devices cannot be listed (pip install sounddevice)")
     except OSError:
-        return Devices(note="PortAudio is missing, so devices cannot be listed (sudo apt install libportaudio2)")
+        return DeviceLists(note="PortAudio is missing, so devices cannot be listed (sudo apt install libportaudio2)")
     try:
         found: Any = sounddevice.query_devices()
     except sounddevice.PortAudioError as error:
-        return Devices(note=f"PortAudio could not list devices ({error})")
+        return DeviceLists(note=f"PortAudio could not list devices ({error})")
     found = list(found)
     reaches_server = any(str(d["name"]) == FRONT for d in found)
     return from_query(found, server() if reaches_server else [])
 
 
-def from_query(found: list[dict[str, Any]], named: list[ServerDevice] | None = None) -> Devices:
+def from_query(found: list[dict[str, Any]], named: list[ServerDevice] | None = None) -> DeviceLists:
     """PortAudio's devices; with the sound server's `named` ones, those first and its 'pulse'/'default' left out
     (the same as "System default"). A source that only repeats what a sink plays (its monitor) is not offered."""
     inputs = [str(d["name"]) for d in found if int(d.get("max_input_channels", 0)) > 0]
@@ -68,14 +68,14 @@ def from_query(found: list[dict[str, Any]], named: list[ServerDevice] | None = N
     note = "" if inputs and outputs else "No input or output device was found; the system default will be tried"
     named = [d for d in named or [] if not d.monitor]
     if not named:
-        return Devices(inputs, outputs, note)
+        return DeviceLists(inputs, outputs, note)
     descriptions = [d.description for d in named]
     labels = {n: n for n in SAME_AS_DEFAULT if n in inputs or n in outputs}
     labels |= {d.setting: d.description if descriptions.count(d.description) == 1 else f"{d.description} ({d.name})"
                for d in named}  # fmt: skip
     server_in = [d.setting for d in named if d.kind == "input"]
     server_out = [d.setting for d in named if d.kind == "output"]
-    return Devices(
+    return DeviceLists(
         server_in + [n for n in inputs if n not in SAME_AS_DEFAULT],
         server_out + [n for n in outputs if n not in SAME_AS_DEFAULT],
         "",

@@ -1,11 +1,11 @@
 """Hand the heap pages glibc holds free back to the system after work that freed a lot of them.
 
-glibc keeps freed memory for reuse; after a 181-character Piper phrase ~50 MB of it stayed resident. malloc_trim
-itself took 0.3 ms here, but the pages it returns are faulted in again by whatever allocates next: after every
-Whisper pass it made the next pass 13-16 ms slower, so it is called only where the memory is large and the next
-use far off: after a long phrase (it plays for seconds), and once an utterance is over (a pass leaves ~24 MB free,
-which the next pass reuses; that next pass comes when the user speaks again, desktop/pipeline/ears.py). The fault
-cost moves to the next utterance's first pass, which usually runs while the user is still speaking.
+glibc keeps freed memory for reuse, tens of MB after a long Piper phrase. malloc_trim itself is quick, but the
+pages it returns are faulted in again by whatever allocates next, which slowed the next Whisper pass (figures:
+docs/decisions/0002), so it is called only where the memory is large and the next use far off: after a long
+phrase (it plays for seconds), and once an utterance is over (the next pass comes when the user speaks again,
+desktop/pipeline/ears.py). The fault cost moves to the next utterance's first pass, which usually runs while the
+user is still speaking.
 """
 
 from __future__ import annotations

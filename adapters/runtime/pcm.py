@@ -1,8 +1,8 @@
 """PCM in the contract's form (mono float32 in [-1, 1]): one converter and one resampler for adapters and audio.
 
-It lives in the contract because both sides of it need the same conversion: the ASR adapter accepts any
-rate (`Transcriber.transcribe(..., sample_rate=)`), and the audio layer (WAV files, playout) may import
-only `adapters.contract`. soxr is the resampler: band-limited, and the output length is exactly
+It lives in the shared runtime because both sides of the contract need the same conversion: the ASR adapter
+accepts any rate (`Transcriber.transcribe(..., sample_rate=)`), and the audio layer (WAV files, playout) may
+import no concrete adapter. soxr is the resampler: band-limited, and the output length is exactly
 `round(len * to_rate / from_rate)`.
 """
 
