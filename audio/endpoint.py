@@ -42,7 +42,7 @@ class EndpointConfig:
     complete: float = 0.5  # a model probability at or above this ends the turn (given finished-looking words)
     max_wait_ms: float = 2000.0  # this much silence ends the turn whatever the evidence says
     min_silence_ms: float = 0.0  # the floor: no turn ends with less silence than this
-    doubt_wait_ms: float = 800.0  # finished-looking words the model doubts hold the turn this long
+    doubt_wait_ms: float = 600.0  # finished-looking words the model doubts hold the turn this long
     no_words_wait_ms: float = 1000.0  # a pause after sound with no words in it holds the utterance this long
     wait_for_words: bool = True  # decide only once the transcript reaches the start of the silence
     use_model: bool = True  # False: words and silence only; finished-looking words end it after no_model_wait_ms

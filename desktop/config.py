@@ -63,7 +63,7 @@ class AudioConfig:
     min_speech_ms: int = 64  # two VAD windows: a quick stop; a click that gets through only pauses (no words)
     min_silence_ms: int = 200  # no turn ends with less silence than this; the end-of-turn evidence decides above it
     turn_model: bool = True  # Smart Turn hears whether the turn is over (false: the words and the silence only)
-    statement_wait_ms: int = 800  # finished-sounding words the end-of-turn model doubts hold the turn this long
+    statement_wait_ms: int = 600  # finished-sounding words the end-of-turn model doubts hold the turn this long
     max_turn_wait_ms: int = 2000  # the longest silence a turn that sounds unfinished is held open
     false_interruption_resume: bool = True
     false_interruption_window_ms: int = 2500  # hangover + the final transcript must fit in it
@@ -121,7 +121,7 @@ NUMBERS = {
     ("audio", "vad_threshold"): Bounds(0, 1, "a number", "0.5", low_open=True, high_open=True),
     ("audio", "min_speech_ms"): Bounds(1, 10_000, "a whole number of milliseconds", "64"),
     ("audio", "min_silence_ms"): Bounds(1, 10_000, "a whole number of milliseconds", "200"),
-    ("audio", "statement_wait_ms"): Bounds(0, 10_000, "a whole number of milliseconds", "800"),
+    ("audio", "statement_wait_ms"): Bounds(0, 10_000, "a whole number of milliseconds", "600"),
     ("audio", "max_turn_wait_ms"): Bounds(200, 30_000, "a whole number of milliseconds", "2000"),
     ("audio", "false_interruption_window_ms"): Bounds(1, 60_000, "a whole number of milliseconds", "2500"),
 }
