@@ -110,7 +110,7 @@ def test_the_window_says_why_parley_is_silent(run: Any, qtbot: QtBot, tmp_path: 
                 bubble = window.transcript_model.assistant(turn)
                 assert bubble.note == "No reply — stopped before anything was heard"
             banner = window.banners.banners["unheard"]
-            assert banner.isVisible()
+            await until(banner.isVisible, what="the banner shown")  # Qt shows a widget added to a layout queued
             assert "it may be hearing itself" in banner.label.text()
             assert "Use a headset or turn the volume down" in banner.label.text()
             assert session.send_text("Say hi")
