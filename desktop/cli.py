@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import signal
 import sys
 from collections.abc import Sequence
@@ -11,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from adapters.contract import LlmAdapter
-from desktop.bench import ONLY
 from desktop.catalog.command import add_parser as add_models_parser
 from desktop.errors import BadInput, disk_problem
 from desktop.languages import CHOICES
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from desktop.scenario import Scenario
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT = 0, 1, 2
+ONLY = ("everyday",)  # what `parley bench --only` runs on its own: the everyday questions to the configured model
 WINDOW_OPTIONS = ("--fixture", "--quit-when-ready", "--hands-free", "--config", "--journal-dir")  # `parley` + these
 EXIT_SIGNALLED = 128  # + the signal's number: 130 for Ctrl-C (SIGINT), 143 for SIGTERM, as shells report them
 _STOPS = (signal.SIGTERM, signal.SIGINT, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else []))  # HUP: no terminal
@@ -108,6 +109,8 @@ def _add_llm_options(command: argparse.ArgumentParser) -> None:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    if importlib.util.find_spec("desktop.bench") is None:  # the installer leaves the lab out (packaging/bundling.py)
+        raise BadInput("the benchmark is not part of the installed app; run `parley bench` from a source checkout")
     from desktop.bench.runner import Options, run_bench
     from desktop.config import load, with_llm
 

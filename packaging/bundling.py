@@ -98,6 +98,7 @@ UNUSED = re.compile(
 EXCLUDES = [
     "pytest", "_pytest", "hypothesis", "mypy", "ruff", "PyInstaller", "IPython", "pygments", "tkinter",
     "PyQt5", "PyQt6", "PySide2", "PySide6.QtNetwork", "hf_xet", "piper.train", "piper.http_server", "llama_cpp.server",
+    "desktop.bench",  # the lab: `parley bench` runs from a source checkout, the installer's users need only the app
 ]  # fmt: skip
 
 

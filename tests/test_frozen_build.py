@@ -67,6 +67,11 @@ def test_the_frozen_app_passes_its_self_test_without_python(tmp_path: Path, caps
 
     test = _run(app, ["self-test"], env, cwd)
     assert test.stdout.strip().splitlines()[-1] == "self-test: ok"
+    bench = subprocess.run(
+        [str(app), "bench"], cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert bench.returncode == 2, bench.stdout[-2000:] + bench.stderr[-2000:]
+    assert bench.stderr.strip().splitlines()[-1].endswith("run `parley bench` from a source checkout"), bench.stderr
 
     run = _run(app, ["run", "--fixture", "barge_in.toml", "--out", "out", "--fast"], env, cwd)  # bundled scenario
     assert "no end-of-turn model" not in run.stderr, run.stderr[-2000:]  # Smart Turn's file is in the bundle

@@ -2,5 +2,3 @@
 
 A benchmark, not a test: a missed target is reported ("met: no"), never an error.
 """
-
-ONLY = ("everyday",)  # what `parley bench --only` runs on its own: the everyday questions to the configured model

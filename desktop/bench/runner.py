@@ -71,7 +71,7 @@ class Options:
     quick: bool = False
     plan: Plan = field(default_factory=Plan)
     config: Config = field(default_factory=Config)  # whose language model the everyday questions are asked of
-    only: str | None = None  # one of desktop.bench.ONLY: just that measurement and its rows
+    only: str | None = None  # one of desktop.cli.ONLY: just that measurement and its rows
 
 
 def run_bench(options: Options) -> int:
