@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 from adapters.contract import LlmFailure, ToolCall
-
-log = logging.getLogger(__name__)
+from adapters.runtime.listeners import Listeners
 
 
 class State(Enum):
@@ -135,11 +133,10 @@ class TurnGate:
     def __init__(self) -> None:
         self.live: int | None = None
         self.dropped = 0
-        self._listeners: list[Listener] = []
+        self._listeners: Listeners[Any] = Listeners()
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener)
+        return self._listeners.subscribe(listener)
 
     def publish(self, event: Any) -> bool:
         """Deliver `event` unless it belongs to a turn that is not live; True if delivered."""
@@ -147,9 +144,5 @@ class TurnGate:
         if turn is not None and turn != self.live:
             self.dropped += 1
             return False
-        for listener in list(self._listeners):
-            try:
-                listener(event)
-            except Exception:  # a broken listener (a view, a metric) must not break the turn or its neighbours
-                log.exception("listener %r failed on %r", listener, event)
+        self._listeners.publish(event)
         return True

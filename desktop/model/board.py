@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from adapters.runtime.listeners import Listeners
 from desktop.model.facts import Problem, ProblemCleared, ProblemRaised
 
 Listener = Callable[[Any], None]
@@ -15,15 +16,13 @@ class Board:
 
     def __init__(self) -> None:
         self.problems: dict[str, Problem] = {}
-        self._listeners: list[Listener] = []
+        self._listeners: Listeners[Any] = Listeners()
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener)
+        return self._listeners.subscribe(listener)
 
     def publish(self, event: Any) -> None:
-        for listener in list(self._listeners):
-            listener(event)
+        self._listeners.publish(event)
 
     def raise_problem(self, problem: Problem) -> None:
         self.problems[problem.kind] = problem

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapters.contract import CancelSignal, User
+from adapters.runtime.listeners import Listeners
 from adapters.runtime.model_files import ModelError
 from adapters.runtime.workers import run_job
 from desktop.catalog.choice import in_use, using
@@ -66,11 +67,10 @@ class Shelf:
         self.message = ""  # the last download's outcome in one line
         self.failed = False
         self._signal: CancelSignal | None = None
-        self._listeners: list[Callable[[], None]] = []
+        self._listeners: Listeners[None] = Listeners()
 
     def subscribe(self, listener: Callable[[], None]) -> Callable[[], None]:
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener)
+        return self._listeners.subscribe(lambda _nothing: listener())
 
     def rows(self, config: Config) -> list[ShelfRow]:
         return [self._row(entry, config) for kind in KINDS for entry in self.catalogue.of_kind(kind)]
@@ -158,8 +158,7 @@ class Shelf:
         self._changed()
 
     def _changed(self) -> None:
-        for listener in list(self._listeners):
-            listener()
+        self._listeners.publish(None)
 
 
 def _size(mb: float) -> str:
