@@ -1,6 +1,6 @@
 """The listening half: cleaned microphone audio → utterances → transcripts → the conversation, with barge-in.
 
-The end of a hands-free turn is decided by evidence (desktop/pipeline/turn_end.py over audio.endpoint): a short
+The end of a hands-free turn is decided by evidence (end_of_turn.py over endpoint.py, in this package): a short
 pause opens the question, the end-of-turn model, the speculative final pass and the silence answer it; the
 turn's text is the final pass already made. While the user speaks, the conversation reads the request their
 words so far would make (engine.speculation). Push-to-talk ends an utterance at the release instead.
@@ -11,8 +11,8 @@ Speech the ears drop is put on the record with its reason (`utterance/dropped`) 
 
 A barge-in pauses the reply at once (the detector does that); the utterance's own incremental transcript then
 decides: words cancel the turn (keeping the inbox, so the interruption is the next input), no words resume the
-reply. An utterance whose words are the words Parley was playing then is its own voice (desktop/pipeline/
-self_voice.py): the reply resumes, no turn starts, and the journal says why (`barge_in/echo_rejected`). Every
+reply. An utterance whose words are the words Parley was playing then is its own voice (self_voice.py):
+the reply resumes, no turn starts, and the journal says why (`barge_in/echo_rejected`). Every
 task started here runs in the task group `open_ears` opens, so leaving it means every transcription,
 end-of-turn check and barge-in resolution has ended.
 """
@@ -33,20 +33,19 @@ from adapters.runtime.heap import give_back_free_heap
 from adapters.runtime.tasks import ErrorHandler, Tasks, open_tasks
 from adapters.runtime.workers import run_blocking
 from audio.bargein import BargeInDetector
-from audio.endpoint import EndpointPolicy, TurnDecided
 from audio.events import BargeIn, BargeInConfirmed, CaptureFailed, FalseBargeInResumed, SpeechEnded, SpeechStarted
 from audio.levels import speech_level_dbfs
 from audio.own_voice import OwnVoice
 from audio.ports import AudioSink, Frame
-from desktop.pipeline.facts import UTTERANCE_PART, UtteranceDropped
-from desktop.pipeline.self_voice import PlayedWords, echo_of_parley, evidence
-from desktop.pipeline.turn_end import TurnEnd
-from desktop.pipeline.utterance import FILLERS, TurnTaking, Utterance, says_something
-from engine.conversation import Conversation
+from audio.turns.end_of_turn import TurnEnd
+from audio.turns.endpoint import EndpointPolicy, TurnDecided
+from audio.turns.facts import UTTERANCE_PART, UtteranceDropped
+from audio.turns.ports import ConversationPort
+from audio.turns.self_voice import PlayedWords, echo_of_parley, evidence
+from audio.turns.utterance import TurnTaking, Utterance
+from audio.turns.words import says_something
 from engine.events import State, StateChanged
 from engine.inbox import UserInput
-
-__all__ = ["FILLERS", "Ears", "TurnTaking", "open_ears", "says_something"]
 
 PREROLL_S = 0.4  # audio kept from before the VAD's onset, so the first syllable is not cut
 EARLY_PASS_MS = 32.0  # this much of the VAD's silence (one window, its hangover still running) starts the final pass
@@ -60,7 +59,7 @@ class Ears:
 
     def __init__(
         self,
-        conversation: Conversation,
+        conversation: ConversationPort,
         transcriber: Transcriber,
         detector: BargeInDetector,
         sink: AudioSink,
@@ -351,7 +350,7 @@ class Ears:
 
 @asynccontextmanager
 async def open_ears(
-    conversation: Conversation,
+    conversation: ConversationPort,
     transcriber: Transcriber,
     detector: BargeInDetector,
     sink: AudioSink,
