@@ -1,6 +1,6 @@
 """The languages Parley can be set to ([speech] language): "detect" or one of these ISO 639-1 codes. Each has a
 translated system prompt (engine.prompt) and at least one voice in the model catalogue; English is the default,
-and the only language with end-of-turn word rules (audio.turn_words)."""
+and the only language with end-of-turn word rules (audio.turns.words)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,6 @@ def asr_language(code: str) -> str | None:
 
 
 def word_rules_apply(code: str | None) -> bool:
-    """The end-of-turn word rules (audio.turn_words) are English: other languages end turns on the end-of-turn
+    """The end-of-turn word rules (audio.turns.words) are English: other languages end turns on the end-of-turn
     model and the silence alone."""
     return code == ENGLISH

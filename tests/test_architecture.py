@@ -44,6 +44,21 @@ def test_a_forbidden_import_breaks_its_contract(tmp_path: Path) -> None:
     assert "engine.leak -> audio.player" in done.stdout
 
 
+def test_turn_taking_reads_only_the_engines_value_types_and_sits_above_the_devices(tmp_path: Path) -> None:
+    """audio.turns may import engine.events and engine.inbox, not the conversation's machinery; no other audio
+    module may import audio.turns."""
+    for package in ("engine", "adapters", "audio", "desktop"):
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    (tmp_path / "audio" / "turns" / "leak.py").write_text("import engine.conversation\n")
+    (tmp_path / "audio" / "leak.py").write_text("import audio.turns.ears\n")
+    done = _lint(tmp_path, tmp_path / "pyproject.toml")
+    assert done.returncode != 0
+    assert "audio.turns.leak -> engine.conversation" in done.stdout
+    assert "audio.leak -> audio.turns.ears" in done.stdout
+    assert "2 broken" in done.stdout
+
+
 def test_no_product_code_sleeps_forever() -> None:
     """qasync turns a sleep into a Qt timer: `sleep_forever` (a sleep of infinity) raises OverflowError in the
     window, so waiting without end is `Event().wait()`."""

@@ -17,10 +17,10 @@ from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, SynthSegment
 from adapters.runtime.model_files import ModelError, ModelNotFound
 from adapters.runtime.pcm import resample
 from adapters.tts.piper_voice import PiperSynthesizer
+from audio.turns.ears import give_back_heap
 from audio.wav import load_wav
 from desktop.bench.signals import boundary_word_error, normalise, word_edits
 from desktop.bench.soak import resident_mb
-from desktop.pipeline.ears import give_back_heap
 from engine.testing import VirtualClock
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

@@ -1,7 +1,7 @@
 """The end-of-turn contract: the user's audio so far in, the probability that their turn is complete out.
 
 A model reports a fact (a probability) and decides nothing: whether the turn is over is the endpoint
-policy's call (`audio.endpoint`), which also weighs the transcript and how long the silence has lasted.
+policy's call (`audio.turns.endpoint`), which also weighs the transcript and how long the silence has lasted.
 """
 
 from __future__ import annotations

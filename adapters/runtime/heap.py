@@ -4,7 +4,7 @@ glibc keeps freed memory for reuse, tens of MB after a long Piper phrase. malloc
 pages it returns are faulted in again by whatever allocates next, which slowed the next Whisper pass (figures:
 docs/decisions/0002), so it is called only where the memory is large and the next use far off: after a long
 phrase (it plays for seconds), and once an utterance is over (the next pass comes when the user speaks again,
-desktop/pipeline/ears.py). The fault cost moves to the next utterance's first pass, which usually runs while the
+audio/turns/ears.py). The fault cost moves to the next utterance's first pass, which usually runs while the
 user is still speaking.
 """
 

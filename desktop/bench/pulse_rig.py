@@ -15,11 +15,11 @@ from adapters.runtime.workers import run_blocking
 from audio.capture import Microphone
 from audio.player import Player
 from audio.ports import Frame
+from audio.turns.ears import Ears
 from desktop.bench.scenarios import Heard, hear
 from desktop.bench.sessions import Models
 from desktop.bench.signals import onset_s, silent_from_s
 from desktop.pipeline.audio_io import Devices
-from desktop.pipeline.ears import Ears
 from desktop.pipeline.metrics import SessionMetrics
 from desktop.pipeline.run import open_voice_session
 from engine.clock import MonotonicClock

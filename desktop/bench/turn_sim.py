@@ -19,11 +19,11 @@ import numpy as np
 import numpy.typing as npt
 
 from adapters.contract.speech_io import Transcript
-from audio.endpoint import EPSILON_S, CheckTurn, Decision, EndpointPolicy, TurnDecided, TurnResumed
 from audio.events import SpeechEnded, SpeechStarted
 from audio.ports import RATE, Frame
+from audio.turns.endpoint import EPSILON_S, CheckTurn, Decision, EndpointPolicy, TurnDecided, TurnResumed
+from audio.turns.words import says_something
 from audio.vad import Vad
-from desktop.pipeline.utterance import says_something
 
 Samples = npt.NDArray[np.float32]
 Judge = Callable[[Samples], Awaitable[float]]  # the end-of-turn model

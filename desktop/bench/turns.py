@@ -21,9 +21,9 @@ from adapters.contract.cancel import CancelSignal
 from adapters.contract.speech_io import Transcriber, Transcript
 from adapters.contract.turn import EndOfTurnModel
 from adapters.turn.smart_turn import SmartTurn
-from audio.endpoint import PAUSE_SILENCE_MS, EndpointConfig, EndpointPolicy
 from audio.events import SpeechStarted
 from audio.ports import RATE, Frame
+from audio.turns.endpoint import PAUSE_SILENCE_MS, EndpointConfig, EndpointPolicy
 from audio.vad import SileroModel, Vad, VadConfig
 from desktop.bench.table import Row, Target, render, row
 from desktop.bench.turn_clips import TurnClip, turn_clips

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from audio.turns.facts import UtteranceDropped
 from desktop.model.facts import Problem
-from desktop.pipeline.facts import TOO_QUIET_DBFS, UtteranceDropped
+from desktop.pipeline.facts import TOO_QUIET_DBFS
 
 DIDNT_CATCH = "didnt_catch"
 

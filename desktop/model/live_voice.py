@@ -20,6 +20,7 @@ from adapters.runtime.tasks import open_tasks
 from adapters.tts.piper_voice import PiperSynthesizer
 from audio.events import AudioUnavailable
 from audio.portaudio import NO_PORTAUDIO
+from audio.turns.facts import UTTERANCE_PART, UtteranceDropped
 from desktop.catalog.languages import running
 from desktop.config import AudioConfig, Config
 from desktop.errors import BadInput
@@ -239,7 +240,7 @@ class LiveVoice:
             events.problem(echo_protection_off(fact.reason))
         elif isinstance(fact, facts.EchoProtectionOn):
             events.problem_cleared("aec")
-        elif isinstance(fact, facts.UtteranceDropped):
+        elif isinstance(fact, UtteranceDropped):
             notice = dropped_problem(fact)
             if notice is not None:
                 events.problem(notice)
@@ -254,7 +255,7 @@ class LiveVoice:
         if isinstance(fact, facts.SpeakerFailed):
             return speaker_failed(fact.reason)
         if fact.listening_goes_on:
-            return utterance_lost(fact.part.removeprefix(facts.UTTERANCE_PART), fact.error)
+            return utterance_lost(fact.part.removeprefix(UTTERANCE_PART), fact.error)
         return voice_stopped(fact.error)
 
     def _report(self, problem: Problem) -> None:

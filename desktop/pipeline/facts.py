@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from audio.turns.facts import UTTERANCE_PART, UtteranceDropped
+
 SpeechModel = Literal["speech recognition", "Parley's voice"]
 
 
@@ -72,26 +74,7 @@ class MicLevel:
     level: float
 
 
-@dataclass(frozen=True)
-class UtteranceDropped:
-    """Speech the ears heard and did not take as the person's turn, and why (it is on the record too)."""
-
-    reason: str  # "no words", "only fillers", "own voice", "session ended"
-    duration_s: float
-    level_dbfs: float
-    detail: str = ""  # the recogniser's reason for hearing no words ("too quiet", "no speech"), if it gave one
-
-    @property
-    def likely_meant(self) -> bool:
-        """Long enough to be words meant for Parley, and not Parley's own voice: worth telling the person."""
-        return self.reason in ("no words", "session ended") and self.duration_s >= LIKELY_MEANT_S
-
-
-LIKELY_MEANT_S = 0.5
 TOO_QUIET_DBFS = -50.0  # speech softer than this is hard to make out: the person is told to speak up or move closer
-
-
-UTTERANCE_PART = "ears:"  # the work of one utterance or one interruption (desktop.pipeline.ears names it so)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,6 @@ from adapters.runtime.model_files import ModelError
 from adapters.runtime.tasks import Tasks, open_tasks
 from audio.aec import EchoCanceller
 from audio.bargein import BargeInDetector
-from audio.endpoint import PAUSE_SILENCE_MS, EndpointConfig
 from audio.events import (
     AudioUnavailable,
     CaptureFailed,
@@ -44,11 +43,14 @@ from audio.events import (
 from audio.listen import Listener, ListenEvent
 from audio.own_voice import TimedWord
 from audio.ports import Frame, run_blocking
+from audio.turns.ears import Ears, open_ears
+from audio.turns.endpoint import PAUSE_SILENCE_MS, EndpointConfig
+from audio.turns.facts import UtteranceDropped
+from audio.turns.utterance import TurnTaking
 from audio.vad import Vad, VadConfig
 from desktop.config import AudioConfig
 from desktop.languages import ENGLISH, word_rules_apply
 from desktop.pipeline.audio_io import Devices
-from desktop.pipeline.ears import Ears, TurnTaking, open_ears
 from desktop.pipeline.facts import (
     EchoProtectionOff,
     EchoProtectionOn,
@@ -61,7 +63,6 @@ from desktop.pipeline.facts import (
     SpeakerFailed,
     SpeechModel,
     SpeechModelFailed,
-    UtteranceDropped,
 )
 from desktop.pipeline.metrics import SessionMetrics
 from desktop.pipeline.speech import SIMULATED_MS_PER_WORD, FallbackSpeech
@@ -118,7 +119,7 @@ def endpoint_config(audio: AudioConfig, *, use_model: bool, word_rules: bool = T
 
 
 def pause_ms(audio: AudioConfig) -> float:
-    """The VAD's silence: a pause this long asks whether the turn is over (audio.endpoint)."""
+    """The VAD's silence: a pause this long asks whether the turn is over (audio.turns.endpoint)."""
     return min(PAUSE_SILENCE_MS, float(audio.min_silence_ms))
 
 

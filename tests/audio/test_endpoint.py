@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from audio.endpoint import CheckTurn, EndpointConfig, EndpointPolicy, TurnDecided, TurnResumed
 from audio.events import SpeechEnded, SpeechStarted
-from audio.turn_words import looks_unfinished
+from audio.turns.endpoint import CheckTurn, EndpointConfig, EndpointPolicy, TurnDecided, TurnResumed
+from audio.turns.words import looks_unfinished
 from engine.testing.clock import VirtualClock
 
 pytestmark = pytest.mark.anyio

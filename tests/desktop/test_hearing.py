@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from audio.turns.facts import UtteranceDropped
 from desktop.model.hearing import DIDNT_CATCH, dropped_problem
-from desktop.pipeline.facts import UtteranceDropped
 
 
 def test_speech_meant_for_parley_that_made_no_words_is_told() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from adapters.contract.speech_io import Transcript, Word
 from audio.own_voice import TimedWord
-from desktop.pipeline.self_voice import echo_of_parley, evidence
+from audio.turns.self_voice import echo_of_parley, evidence
 
 PLAYED = [TimedWord(w, 10.0 + 0.3 * n, 10.25 + 0.3 * n) for n, w in enumerate("Two plus two is four.".split())]
 

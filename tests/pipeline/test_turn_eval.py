@@ -6,7 +6,7 @@ import pytest
 
 from adapters.testing_speech import FakeTranscriber
 from adapters.testing_turn import FakeEndOfTurnModel
-from audio.endpoint import EndpointConfig
+from audio.turns.endpoint import EndpointConfig
 from desktop.bench.turn_accuracy import accuracy
 from desktop.bench.turn_clips import TurnClip, turn_clips
 from desktop.bench.turn_sim import Delays

@@ -17,7 +17,7 @@ from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Transcript
 from adapters.runtime.workers import running
 from adapters.testing_speech import FakeSynthesizer, FakeTranscriber
 from adapters.testing_turn import FakeEndOfTurnModel
-from audio.endpoint import PAUSE_SILENCE_MS
+from audio.turns.endpoint import PAUSE_SILENCE_MS
 from audio.wav import load_wav
 from desktop.assets import fixture
 from desktop.config import AudioConfig

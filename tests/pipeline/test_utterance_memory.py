@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import desktop.pipeline.ears as ears_module
+import audio.turns.ears as ears_module
 from adapters.contract import CancelSignal
 from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Transcript
 from desktop.pipeline.scenario_play import until_quiet

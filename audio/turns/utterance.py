@@ -14,20 +14,13 @@ from adapters.asr.incremental import IncrementalTranscriber
 from adapters.contract import CancelSignal, Hook
 from adapters.contract.speech_io import Transcript
 from adapters.contract.turn import EndOfTurnModel
-from audio.endpoint import EndpointConfig, EndpointPolicy
+from audio.turns.endpoint import EndpointConfig, EndpointPolicy
+from audio.turns.ports import Prefill
+from audio.turns.words import says_something
 from engine.inbox import UserInput
-from engine.speculation import Speculation
 
 RESUMED = Hook("the user went on")
 WORDS, MODEL = "words", "model"  # the kinds of pause work: the speculative final pass (and prefill), the model
-# Backchannels: the listener is following along, not taking the turn. They neither interrupt nor get answered.
-FILLERS = frozenset("ah aha eh er hm hmm huh mhm mm mmm oh uh uhhuh um ummm mmhmm yeah".split())
-
-
-def says_something(transcript: Transcript) -> bool:
-    """True when the transcript holds a word that is not a filler or backchannel (a number is a word: "1 0 0 0 1")."""
-    words = ("".join(ch for ch in w.text.lower() if ch.isalnum()) for w in transcript.words)
-    return any(word and word not in FILLERS for word in words)
 
 
 @dataclass(frozen=True)
@@ -49,7 +42,7 @@ class PauseWork:
         self.words: Transcript | None = None  # the speculative final pass
         self.words_at: float | None = None
         self.asr_ms: float | None = None
-        self.speculation: Speculation | None = None
+        self.speculation: Prefill | None = None
         self.passed = anyio.Event()  # the final pass has ended (with words or not)
         self.dropped = False
         self._scopes: dict[anyio.CancelScope, str] = {}

@@ -29,7 +29,7 @@ from typing import Literal
 
 from adapters.contract.clock import Clock
 from audio.events import SpeechEnded, SpeechStarted
-from audio.turn_words import looks_unfinished
+from audio.turns.words import looks_unfinished
 
 PAUSE_SILENCE_MS = 100.0  # the VAD's min_silence_ms under this policy: the silence that opens the question
 # (the model and the speculative final pass start then; a floor, min_silence_ms, keeps the decision for later)
@@ -48,7 +48,7 @@ class EndpointConfig:
     use_model: bool = True  # False: words and silence only; finished-looking words end it after no_model_wait_ms
     no_model_wait_ms: float = 600.0
     punctuated: bool = True  # the transcript marks sentence ends (Whisper): without a final . ? ! it goes on
-    word_rules: bool = True  # the words can say "unfinished" (English only: audio.turn_words); False: model + silence
+    word_rules: bool = True  # the words can say "unfinished" (English only: audio.turns.words); False: model + silence
 
 
 @dataclass(frozen=True)

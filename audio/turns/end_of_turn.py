@@ -1,4 +1,4 @@
-"""Whether a hands-free utterance is over: its EndpointPolicy (audio.endpoint) fed with the VAD, the end-of-turn model,
+"""Whether a hands-free utterance is over: its EndpointPolicy (endpoint.py) fed with the VAD, the end-of-turn model,
 the speculative final pass and the clock, and the speculative start of the reply made on each pause.
 
 A pause opens the question: the model (in its own bounded worker) hears the audio so far, Whisper's final pass
@@ -15,11 +15,11 @@ from typing import Any
 from adapters.contract.clock import Clock
 from adapters.contract.speech_io import Samples
 from adapters.contract.turn import EndOfTurnModel
-from audio.endpoint import CheckTurn, Decision, EndpointConfig, TurnDecided, TurnResumed
 from audio.events import SpeechEnded, SpeechStarted
-from audio.turn_words import looks_unfinished
-from desktop.pipeline.utterance import MODEL, WORDS, PauseWork, TurnTaking, Utterance, says_something
-from engine.conversation import Conversation
+from audio.turns.endpoint import CheckTurn, Decision, EndpointConfig, TurnDecided, TurnResumed
+from audio.turns.ports import ConversationPort
+from audio.turns.utterance import MODEL, WORDS, PauseWork, TurnTaking, Utterance
+from audio.turns.words import looks_unfinished, says_something
 
 Own = Callable[..., None]  # start owned work: own(fn, *args, name=...)
 
@@ -29,7 +29,7 @@ class TurnEnd:
 
     def __init__(
         self,
-        conversation: Conversation,
+        conversation: ConversationPort,
         clock: Clock,
         turn_taking: Callable[[], TurnTaking],
         own: Own,

@@ -8,6 +8,8 @@ from typing import Any
 
 from adapters.contract.speech_io import Transcript
 from audio.own_voice import ECHO_LAG_S, OwnVoice, TimedWord, own_voice
+from audio.turns.ports import ConversationPort
+from audio.turns.utterance import Utterance
 
 PlayedWords = Callable[[float], list[TimedWord]]  # the words audible since a clock time, in order
 
@@ -36,3 +38,27 @@ def evidence(verdict: OwnVoice, transcript: Transcript) -> dict[str, Any]:
         "matched": [{"word": word, "lag_ms": round(lag * 1000)} for word, lag in verdict.matched],
         "share": round(verdict.share, 2),
     }
+
+
+class SelfVoice:
+    """The one judge of Parley's own voice for the ears and the barge-in decision: push-to-talk is the user by
+    definition; a hands-free utterance may be Parley heard through the room, and each rejection goes on the record."""
+
+    def __init__(self, conversation: ConversationPort, played: PlayedWords | None) -> None:
+        self._conversation = conversation
+        self._played = played
+
+    def echo(self, utterance: Utterance, transcript: Transcript) -> OwnVoice | None:
+        if self._played is None or utterance.push_to_talk:
+            return None
+        return echo_of_parley(transcript, utterance.audio_start, self._played)
+
+    def rejected(self, utterance: Utterance, transcript: Transcript, stage: str) -> bool:
+        """True when `transcript` is Parley's own voice; then `barge_in/echo_rejected` says why, at `stage`."""
+        verdict = self.echo(utterance, transcript)
+        if verdict is None:
+            return False
+        self._conversation.record(
+            "barge_in/echo_rejected", stage=stage, onset=utterance.started_at, **evidence(verdict, transcript)
+        )
+        return True

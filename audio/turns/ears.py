@@ -1,6 +1,6 @@
 """The listening half: cleaned microphone audio → utterances → transcripts → the conversation, with barge-in.
 
-The end of a hands-free turn is decided by evidence (desktop/pipeline/turn_end.py over audio.endpoint): a short
+The end of a hands-free turn is decided by evidence (end_of_turn.py over endpoint.py, in this package): a short
 pause opens the question, the end-of-turn model, the speculative final pass and the silence answer it; the
 turn's text is the final pass already made. While the user speaks, the conversation reads the request their
 words so far would make (engine.speculation). Push-to-talk ends an utterance at the release instead.
@@ -9,10 +9,9 @@ A turn a pause ended is provisional: if the person goes on before any of its rep
 back (`Conversation.withdraw`) and the utterance goes on, so a breath inside a sentence costs one turn, not two.
 Speech the ears drop is put on the record with its reason (`utterance/dropped`) and told to whoever listens.
 
-A barge-in pauses the reply at once (the detector does that); the utterance's own incremental transcript then
-decides: words cancel the turn (keeping the inbox, so the interruption is the next input), no words resume the
-reply. An utterance whose words are the words Parley was playing then is its own voice (desktop/pipeline/
-self_voice.py): the reply resumes, no turn starts, and the journal says why (`barge_in/echo_rejected`). Every
+A barge-in pauses the reply at once (the detector does that); what it then does is decided in barge_in.py, on the
+utterance's own incremental transcript. An utterance whose words are the words Parley was playing then is its own
+voice (self_voice.py): the reply resumes, no turn starts, and the journal says why (`barge_in/echo_rejected`). Every
 task started here runs in the task group `open_ears` opens, so leaving it means every transcription,
 end-of-turn check and barge-in resolution has ended.
 """
@@ -26,33 +25,30 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from adapters.asr.incremental import IncrementalTranscriber
-from adapters.contract import Disposed, User
+from adapters.contract import Disposed
 from adapters.contract.clock import Clock
 from adapters.contract.speech_io import Transcriber, Transcript
 from adapters.runtime.heap import give_back_free_heap
 from adapters.runtime.tasks import ErrorHandler, Tasks, open_tasks
 from adapters.runtime.workers import run_blocking
 from audio.bargein import BargeInDetector
-from audio.endpoint import EndpointPolicy, TurnDecided
-from audio.events import BargeIn, BargeInConfirmed, CaptureFailed, FalseBargeInResumed, SpeechEnded, SpeechStarted
+from audio.events import BargeIn, CaptureFailed, SpeechEnded, SpeechStarted
 from audio.levels import speech_level_dbfs
-from audio.own_voice import OwnVoice
 from audio.ports import AudioSink, Frame
-from desktop.pipeline.facts import UTTERANCE_PART, UtteranceDropped
-from desktop.pipeline.self_voice import PlayedWords, echo_of_parley, evidence
-from desktop.pipeline.turn_end import TurnEnd
-from desktop.pipeline.utterance import FILLERS, TurnTaking, Utterance, says_something
-from engine.conversation import Conversation
-from engine.events import State, StateChanged
+from audio.turns.barge_in import Interruptions
+from audio.turns.end_of_turn import TurnEnd
+from audio.turns.endpoint import EndpointPolicy, TurnDecided
+from audio.turns.facts import UTTERANCE_PART, UtteranceDropped
+from audio.turns.ports import ConversationPort
+from audio.turns.self_voice import PlayedWords, SelfVoice
+from audio.turns.utterance import TurnTaking, Utterance
+from audio.turns.words import says_something
+from engine.events import State
 from engine.inbox import UserInput
-
-__all__ = ["FILLERS", "Ears", "TurnTaking", "open_ears", "says_something"]
 
 PREROLL_S = 0.4  # audio kept from before the VAD's onset, so the first syllable is not cut
 EARLY_PASS_MS = 32.0  # this much of the VAD's silence (one window, its hangover still running) starts the final pass
-WORDS_POLL_S = 0.05
 DECISIONS_KEPT = 64
-ARMED_STATES = frozenset({State.THINKING, State.SPEAKING, State.BACKING_OFF})
 
 
 class Ears:
@@ -60,7 +56,7 @@ class Ears:
 
     def __init__(
         self,
-        conversation: Conversation,
+        conversation: ConversationPort,
         transcriber: Transcriber,
         detector: BargeInDetector,
         sink: AudioSink,
@@ -75,25 +71,37 @@ class Ears:
         self._owned = tasks
         self._conversation = conversation
         self._transcriber = transcriber
-        self._detector = detector
-        self._sink = sink
         self._clock = clock
         self._on_dropped = on_dropped
-        self._resume = resume_false_interruptions
-        self._played_words = played_words
         self._preroll: collections.deque[Frame] = collections.deque()
         self._current: Utterance | None = None
         self._reopenable: Utterance | None = None  # the last turn a pause ended, while the person may go on
         self._finishing = 0  # utterances whose final transcript is being made
         self.failure: CaptureFailed | None = None
-        self.barge_ins: list[BargeIn] = []
-        self.stop_ms: dict[int, float] = {}
-        self.silent_at: dict[int, float] = {}  # when each interrupted turn's output went silent (clock)
         self.decisions: collections.deque[TurnDecided] = collections.deque(
             maxlen=DECISIONS_KEPT
         )  # the latest, in order
+        self._self_voice = SelfVoice(conversation, played_words)
         self._turn_end = TurnEnd(conversation, clock, turn_taking, self._own, self._decided)
-        self._unsubscribe = conversation.subscribe(self._on_engine_event)
+        self._barge_in = Interruptions(
+            conversation,
+            detector,
+            sink,
+            clock,
+            self._own,
+            lambda: self._current,
+            self._self_voice,
+            resume_false_interruptions=resume_false_interruptions,
+        )
+
+    @property
+    def barge_ins(self) -> list[BargeIn]:
+        return self._barge_in.barge_ins
+
+    @property
+    def silent_at(self) -> dict[int, float]:
+        """When each interrupted turn's output went silent (clock)."""
+        return self._barge_in.silent_at
 
     def on_audio(self, frame: Frame) -> None:
         self._preroll.append(frame)
@@ -123,19 +131,14 @@ class Ears:
             if not self._reopen():
                 self._begin(event.at)
         elif isinstance(event, BargeIn):
-            self.barge_ins.append(event)
-            self._conversation.record("barge_in/detected", source=event.source, onset=event.at, at=event.detected_at)
-            self._own(self._resolve, event, name="barge-in")
+            self._barge_in.detected(event)
         elif isinstance(event, CaptureFailed):
             self.failure = event
 
     def press(self) -> None:
         """Push-to-talk down: interrupts a reply at once and starts an utterance."""
-        turn = self._conversation.live_turn
         self._reopenable = None
-        confirmed = self._detector.push_to_talk()
-        if confirmed is not None and turn is not None:
-            self._own(self._interrupt, turn.id, confirmed, confirmed.at, name="push-to-talk")
+        self._barge_in.pressed()
         if self._current is not None:
             self._current.hands_over()
         else:
@@ -151,7 +154,7 @@ class Ears:
 
     def close(self) -> None:
         """Stop listening to the conversation; the utterance under way is dropped (its group then ends)."""
-        self._unsubscribe()
+        self._barge_in.close()
         current, self._current, self._reopenable = self._current, None, None
         if current is not None:
             self._dropped(current, "session ended", self._clock.now())
@@ -175,7 +178,7 @@ class Ears:
     def _partial(self, transcript: Transcript) -> None:
         """While the user speaks, the model reads their words so far: at the pause little is left to read."""
         current = self._current
-        if says_something(transcript) and (current is None or self._echo(current, transcript) is None):
+        if says_something(transcript) and (current is None or self._self_voice.echo(current, transcript) is None):
             self._conversation.speculate(transcript.text)
 
     def _end(self, at: float) -> None:
@@ -220,7 +223,7 @@ class Ears:
         """Words that are not Parley's own voice become the next input; anything else is dropped, on the record."""
         if not says_something(transcript):
             self._dropped(utterance, "no words" if not transcript.words else "only fillers", end_at, transcript)
-        elif self._rejected_as_echo(utterance, transcript, "turn"):
+        elif self._self_voice.rejected(utterance, transcript, "turn"):
             self._dropped(utterance, "own voice", end_at, transcript)
         else:
             provisional = utterance.policy is not None
@@ -265,8 +268,7 @@ class Ears:
         item = utterance.submitted
         if item is not None and not self._conversation.withdraw(item):
             return False
-        self._detector.disarm()  # no barge-in on a reply that was never heard
-        self._sink.resume()
+        self._barge_in.taken_back()
         utterance.reopen()
         self._current = utterance
         self._conversation.set_input_state(State.LISTENING)
@@ -287,71 +289,13 @@ class Ears:
             metrics["asr_ms"] = pause.asr_ms
         return metrics
 
-    # Barge-in
-
-    async def _resolve(self, barge_in: BargeIn) -> None:
-        turn = self._conversation.live_turn
-        utterance = self._current
-        result = await self._detector.resolve(barge_in, lambda: self._has_words(utterance))
-        if isinstance(result, FalseBargeInResumed):
-            self._conversation.record("barge_in/resumed", onset=barge_in.at, at=result.resumed_at)
-        if isinstance(result, BargeInConfirmed) and turn is not None:
-            silent_at = barge_in.paused_at if barge_in.paused_at is not None else barge_in.detected_at
-            await self._interrupt(turn.id, result, silent_at)
-
-    async def _interrupt(self, turn: int, confirmed: BargeInConfirmed, silent_at: float) -> None:
-        """Cancel the interrupted turn (keep the inbox) and let the speaker play the next turn."""
-        self.stop_ms[turn] = round(max(0.0, silent_at - confirmed.at) * 1000, 1)
-        self.silent_at[turn] = silent_at
-        self._conversation.record("barge_in/confirmed", source=confirmed.source, onset=confirmed.at)
-        self._conversation.add_metrics(turn, stop_ms=self.stop_ms[turn])
-        await self._conversation.cancel(User(), keep_inbox=True)
-        self._sink.resume()
-        if self._current is not None and not self._current.over:
-            self._conversation.speculate("")  # the interruption's turn: its prompt, while the user goes on
-
-    async def _has_words(self, utterance: Utterance | None) -> bool:
-        """True once the interrupting speech shows words; False once it ended (or paused) without any."""
-        while utterance is not None and self._resume:
-            latest = utterance.ended or utterance.transcript.latest
-            if latest is not None and says_something(latest):
-                return not self._rejected_as_echo(utterance, latest, "barge_in")
-            if utterance.done or utterance.heard_nothing():
-                return False
-            await self._clock.sleep(WORDS_POLL_S)
-        return True
-
-    # Parley's own voice
-
-    def _echo(self, utterance: Utterance, transcript: Transcript) -> OwnVoice | None:
-        """Push-to-talk is the user by definition; a hands-free utterance may be Parley heard through the room."""
-        if self._played_words is None or utterance.push_to_talk:
-            return None
-        return echo_of_parley(transcript, utterance.audio_start, self._played_words)
-
-    def _rejected_as_echo(self, utterance: Utterance, transcript: Transcript, stage: str) -> bool:
-        verdict = self._echo(utterance, transcript)
-        if verdict is None:
-            return False
-        self._conversation.record(
-            "barge_in/echo_rejected", stage=stage, onset=utterance.started_at, **evidence(verdict, transcript)
-        )
-        return True
-
-    def _on_engine_event(self, event: object) -> None:
-        if isinstance(event, StateChanged):
-            if event.state in ARMED_STATES:
-                self._detector.arm()
-            elif event.state in (State.IDLE, State.STOPPING):
-                self._detector.disarm()
-
     def _own(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str) -> None:
         self._owned.start(fn, *args, name=f"{UTTERANCE_PART}{name}")
 
 
 @asynccontextmanager
 async def open_ears(
-    conversation: Conversation,
+    conversation: ConversationPort,
     transcriber: Transcriber,
     detector: BargeInDetector,
     sink: AudioSink,

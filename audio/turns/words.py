@@ -1,4 +1,5 @@
-"""The words side of end-of-turn: a transcript whose last words are plainly unfinished is not a finished turn.
+"""The words side of turn-taking: fillers are no turn, and a transcript whose last words are plainly unfinished is
+not a finished turn.
 
 Only words that can hardly end an English request are listed ("about", "the", "and", "to"...), plus
 Whisper's own marks of a cut-off phrase (a trailing comma, dash or ellipsis) and a turn that is
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+from adapters.contract.speech_io import Transcript
+
 UNFINISHED_WORDS = frozenset(
     """
     a an the my your our their
@@ -27,6 +30,14 @@ CUT_MARKS = (",", "-", "\u2013", "\u2014", "...", "\u2026", ":", ";")
 SENTENCE_ENDS = (".", "?", "!")
 _WORD = re.compile(r"[a-z']+")
 _CLOSING = "\"')\u201d\u2019 "
+# Backchannels: the listener is following along, not taking the turn. They neither interrupt nor get answered.
+FILLERS = frozenset("ah aha eh er hm hmm huh mhm mm mmm oh uh uhhuh um ummm mmhmm yeah".split())
+
+
+def says_something(transcript: Transcript) -> bool:
+    """True when the transcript holds a word that is not a filler or backchannel (a number is a word: "1 0 0 0 1")."""
+    words = ("".join(ch for ch in w.text.lower() if ch.isalnum()) for w in transcript.words)
+    return any(word and word not in FILLERS for word in words)
 
 
 def looks_unfinished(text: str, *, punctuated: bool = False) -> bool:
