@@ -103,8 +103,10 @@ def _stop_note(m: Measured) -> str:
 def _heard_note(m: Measured) -> str:
     head = (
         "heard_word_error: the journal's kept text vs Whisper's transcript (beam 5) of the played part of "
-        "output.wav, aligned letter by letter: words kept but not audible plus words audible but not kept "
-        "(Whisper's misreadings inside the sentence are not counted)"
+        "output.wav, numbers read as digits on both sides ('nineteen' = '19'), aligned letter by letter: words kept "
+        "but not audible plus words audible but not kept (Whisper's misreadings inside the sentence are not "
+        "counted); on PulseAudio the words heard past the kept ones are read against the reply's next words, and "
+        "whatever Whisper made of the cut word's fragment counts as one word"
     )
     if not m.heard:
         return head + "."
