@@ -38,7 +38,7 @@ class Outcome:
     """What a sentence's session showed, to give its figure or say why there is none."""
 
     ttfa_ms: float | None  # the reply's first audible sample - the clip's end of speech in the captured frames
-    waited_out: bool  # a turn was still under way when the wait for its reply timed out
+    waited_out: bool  # the pipeline was still busy when the wait for a reply timed out
     audible: bool  # a turn's reply became audible
     started: int  # turns started
     ended: tuple[str, ...]  # the outcomes of the turns that ended
@@ -92,13 +92,14 @@ async def _said(kit: object, models: Models, out: Path, clip: Clip) -> PulseTurn
 def no_figure(seen: Outcome) -> str:
     """Why a sentence's run gave no time to first audio (one line), or "" when it gave one."""
     if seen.waited_out:
-        return f"a turn was still under way, no reply audible, after {TIMEOUT_S:.0f} s"
+        return f"no reply audible after {TIMEOUT_S:.0f} s, and the pipeline still busy (a turn live or queued)"
     if not seen.audible and not seen.started:
         if seen.dropped:
             return f"no turn: the utterance was dropped ({', '.join(seen.dropped)})"
         return "no turn: the pipeline heard no utterance"
     if not seen.audible:
-        return f"no reply audible: its turn ended {', '.join(seen.ended) or 'without an end'}"
+        ended = f"its turn ended {', '.join(seen.ended)}" if seen.ended else "its turn taken back, or not ended"
+        return f"no reply audible: {ended}"
     if seen.ttfa_ms is None:
         return f"no end of speech found in the {seen.frames} frames captured from the clip's start"
     if seen.ttfa_ms < 0:
