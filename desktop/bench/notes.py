@@ -103,8 +103,10 @@ def _stop_note(m: Measured) -> str:
 def _heard_note(m: Measured) -> str:
     head = (
         "heard_word_error: the journal's kept text vs Whisper's transcript (beam 5) of the played part of "
-        "output.wav, aligned letter by letter: words kept but not audible plus words audible but not kept "
-        "(Whisper's misreadings inside the sentence are not counted)"
+        "output.wav, numbers read as digits on both sides ('nineteen' = '19'), aligned letter by letter: words kept "
+        "but not audible plus words audible but not kept (Whisper's misreadings inside the sentence are not "
+        "counted); on PulseAudio the words heard past the kept ones are read against the reply's next words, and "
+        "whatever Whisper made of the cut word's fragment counts as one word"
     )
     if not m.heard:
         return head + "."
@@ -209,12 +211,14 @@ def _real_notes(m: Measured) -> list[str]:
 
 
 def _pulse_texts(m: Measured) -> list[str]:
-    """Where PulseAudio heard a read sentence otherwise than the fixture path did."""
+    """Where PulseAudio heard a read sentence otherwise than the fixture path did, and why a sentence gave no
+    real_ttfa_ms_pulse figure."""
     if not isinstance(m.real_pulse, list):
         return []
     fixture = {t.clip.name: t.texts for t in m.real if t.group == "sentence"}
-    return [
+    texts = [
         f"real on PulseAudio {t.clip.name}: {list(t.texts)} (fixture path: {list(fixture.get(t.clip.name, ()))})"
         for t in m.real_pulse
         if fixture.get(t.clip.name) is not None and len(t.texts) != len(fixture[t.clip.name])
     ]
+    return texts + [f"real_ttfa_ms_pulse has no figure for {t.clip.name}: {t.why}" for t in m.real_pulse if t.why]

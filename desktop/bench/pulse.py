@@ -109,9 +109,10 @@ async def _one(kit: Any, models: Models, out: Path) -> tuple[float | None, Heard
             await asyncio.sleep(SETTLE_S)
             onset = _onset_at(live.frames, injected)
             paused = live.ears.silent_at.get(turn, 0.0)
+            reply = live.metrics.generated.get(turn)
     finally:
         recording = await run_blocking(recorder.finish)
-    return await measure(models, recording, out, turn, (first, paused), onset)
+    return await measure(models, recording, out, turn, (first, paused), onset, reply)
 
 
 async def _idle(models: Models, out: Path, seconds: float) -> list[float]:

@@ -79,11 +79,18 @@ async def rig(models: Models, out: Path, *, acoustic: bool = False) -> AsyncIter
 
 
 async def measure(
-    models: Models, recording: np.ndarray, out: Path, turn: int, times: tuple[float, float], onset: float | None
+    models: Models,
+    recording: np.ndarray,
+    out: Path,
+    turn: int,
+    times: tuple[float, float],
+    onset: float | None,
+    reply: str | None = None,
 ) -> tuple[float | None, Heard | None]:
     """Place the recording on the monotonic time base by the reply's first sample, then read stop and words.
 
-    `times`: when the reply's first sample was audible, and when the pipeline paused the output.
+    `times`: when the reply's first sample was audible, and when the pipeline paused the output; `reply`: all the
+    model wrote for the turn (the words past the cut, to read the ear's last words against).
     """
     first, paused = times
     start_in_recording = onset_s(recording, RATE)
@@ -94,5 +101,5 @@ async def measure(
     played = recording[round(start_in_recording * RATE) : round((silent - shift) * RATE)]
     kept = next((e["text"] for e in read_events(out / "journal.jsonl") if e["type"] == "assistant/message"
                  and e["turn"] == turn), "")  # fmt: skip
-    heard = await hear(models.hearing, kept, played)
+    heard = await hear(models.hearing, kept, played, reply)
     return round(max(0.0, silent - onset) * 1000, 1), heard

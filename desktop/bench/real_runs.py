@@ -99,7 +99,9 @@ def word_error_rate(pairs: Sequence[tuple[str, str]]) -> float:
     return 100 * sum(word_edits(reference, heard) for reference, heard in pairs) / max(1, words)
 
 
-def real_rows(turns: Sequence[RealTurn], *, pulse_ttfa: Sequence[float] | str | None = None) -> list[Row]:
+def real_rows(
+    turns: Sequence[RealTurn], *, pulse_ttfa: Sequence[float] | str | None = None, pulse_missing: int = 0
+) -> list[Row]:
     if not turns:
         return [not_measured(name, None, "not run") for name in ("real_dropped_utterances", "real_wer")]
     dropped = [t for t in turns if t.dropped]
@@ -122,7 +124,10 @@ def real_rows(turns: Sequence[RealTurn], *, pulse_ttfa: Sequence[float] | str | 
         if isinstance(pulse_ttfa, str):
             rows.append(not_measured("real_ttfa_ms_pulse", REAL_TTFA, pulse_ttfa))
         else:
-            rows.append(row("real_ttfa_ms_pulse", pulse_ttfa, REAL_TTFA, note="the read sentences on PulseAudio"))
+            missing = f"; {pulse_missing} without a figure (the notes say why)" if pulse_missing else ""
+            rows.append(
+                row("real_ttfa_ms_pulse", pulse_ttfa, REAL_TTFA, note=f"the read sentences on PulseAudio{missing}")
+            )
     return rows
 
 

@@ -78,7 +78,7 @@ def rows(m: Measured) -> list[Row]:
         everyday_row(m.everyday),
         row("idle_cpu_pct", m.idle_cpu, IDLE, note="% of one core"),
         row("idle_cpu_pct_headset", m.idle_cpu_headset, None, note="the same without the loudspeaker rig"),
-        *real_rows(m.real, pulse_ttfa=_real_pulse_ttfa(m.real_pulse)),
+        *real_rows(m.real, pulse_ttfa=_real_pulse_ttfa(m.real_pulse), pulse_missing=_real_pulse_missing(m.real_pulse)),
         *_soak_rows(m.soak, m.plan_soak),
         *(_pulse_rows(m.pulse) if m.devices == "pulse" else []),
     ]
@@ -88,6 +88,10 @@ def _real_pulse_ttfa(turns: list[PulseTurn] | str | None) -> list[float] | str |
     if turns is None or isinstance(turns, str):
         return turns
     return [t.ttfa_ms for t in turns if t.ttfa_ms is not None]
+
+
+def _real_pulse_missing(turns: list[PulseTurn] | str | None) -> int:
+    return sum(t.ttfa_ms is None for t in turns) if isinstance(turns, list) else 0
 
 
 def _interruption_rows(cuts: list[Interruption]) -> list[Row]:

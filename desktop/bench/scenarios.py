@@ -174,12 +174,13 @@ class Hearing:
     greedy: Transcriber
 
 
-async def hear(hearing: Hearing, kept: str, played: Samples) -> Heard:
-    """The kept text against what the judge hears in the audio that played."""
+async def hear(hearing: Hearing, kept: str, played: Samples, reply: str | None = None) -> Heard:
+    """The kept text against what the judge hears in the audio that played; `reply`, the whole reply the model
+    wrote when the caller knows it, tells the words played past the kept ones from the cut word's fragment."""
     transcript = (await hearing.judge.transcribe(played, CancelSignal())).text
     greedy = (await hearing.greedy.transcribe(played, CancelSignal())).text
-    error = boundary_word_error(kept, transcript)
-    return Heard(error, word_edits(kept, transcript), kept, transcript, boundary_word_error(kept, greedy))
+    error = boundary_word_error(kept, transcript, reply)
+    return Heard(error, word_edits(kept, transcript), kept, transcript, boundary_word_error(kept, greedy, reply))
 
 
 async def heard_word_errors(run: Run, hearing: Hearing) -> list[Heard]:

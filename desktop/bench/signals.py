@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import numpy.typing as npt
 
 from audio.levels import speech_level_dbfs
+from desktop.bench.everyday_match import words
 
 Samples = npt.NDArray[np.float32]
 ONSET_RMS = 0.01  # a 10 ms window this loud (about -40 dBFS) is speech, not the clip's noise floor
 END_BELOW_DB = 20.0  # speech ends where it falls this far under its own level (-40 dBFS for a -20 dBFS voice)
 NOISE_MARGIN_DB = 6.0  # ...and above the clip's noise floor by this much
 SILENT_ABS = 1e-3  # the output counts as silent below this (the pipeline test's threshold)
-_NUMBERS = "zero one two three four five six seven eight nine ten eleven twelve".split()
+ALIKE = 3  # the ear's word past the kept text is the reply's next one within a third of its letters misread
 
 
 def onset_s(samples: Samples, rate: int) -> float:
@@ -59,9 +58,10 @@ def silent_from_s(samples: Samples, rate: int, start_s: float, end_s: float) -> 
 
 
 def normalise(text: str) -> list[str]:
-    """Lower case, no punctuation, small numbers as words: the differences that are not heard as different."""
-    words = re.sub(r"[^a-z0-9' ]+", " ", text.lower().replace("-", " ")).split()
-    return [_NUMBERS[int(w)] if w.isdigit() and int(w) < len(_NUMBERS) else w.strip("'") for w in words]
+    """Lower case, no punctuation, every number in digits ("nineteen", "19." and "19" are one word; "1,000" and
+    "one thousand" are "1000"): the differences that are not heard as different. A written number is one word, as
+    it is one word to the heard cursor (Piper's alignment times the written word)."""
+    return words(text)
 
 
 def word_edits(reference: str, hypothesis: str) -> int:
@@ -69,12 +69,16 @@ def word_edits(reference: str, hypothesis: str) -> int:
     return _edit_table(normalise(reference), normalise(hypothesis))[-1][-1]
 
 
-def boundary_word_error(kept: str, transcript: str) -> int:
+def boundary_word_error(kept: str, transcript: str, reply: str | None = None) -> int:
     """Words kept that were not audible plus words audible that were not kept: what the cut got wrong.
 
     The two texts are aligned letter by letter (spaces dropped, so "dragon named" ~ "drag and named" costs
     little) with a free gap at the end of one side; the words (at least half) inside that gap are the error.
     Whisper's misreadings inside the sentence cost edits, not gap, so they do not count here.
+
+    `reply`, the whole reply the model wrote (when known), reads what the ear heard past the kept text: the
+    reply's next words count one each, and whatever the ear made of the rest ("of 99", "1,000,000" for a
+    half-played "one thou-") is the cut word's fragment, one word however many the ear wrote.
     """
     kept_words, heard_words = normalise(kept), normalise(transcript)
     table = _edit_table(list("".join(kept_words)), list("".join(heard_words)))
@@ -83,17 +87,47 @@ def boundary_word_error(kept: str, transcript: str) -> int:
     ends += [(table[i][cols], rows - i, i, cols) for i in range(rows)]  # kept letters i.. not heard
     ends += [(table[rows][j], cols - j, rows, j) for j in range(cols)]  # heard letters j.. not kept
     _, _, i, j = min(ends)
-    return _words_in_tail(kept_words, i) + _words_in_tail(heard_words, j)
+    past, rest = _words_in_tail(heard_words, j), _rest(kept_words, reply)
+    return len(_words_in_tail(kept_words, i)) + (len(past) if rest is None else past_the_cut(past, rest))
 
 
-def _words_in_tail(words: list[str], start: int) -> int:
-    """How many of `words` (as one letter string) have at least half their letters at or after `start`."""
-    count, position = 0, 0
-    for word in words:
+def _rest(kept: list[str], reply: str | None) -> list[str] | None:
+    """The reply's words after the kept ones; None unknown, or if the kept words are not how the reply begins."""
+    said = normalise(reply) if reply is not None else []
+    return said[len(kept) :] if reply is not None and said[: len(kept)] == kept else None
+
+
+def past_the_cut(past: list[str], rest: list[str]) -> int:
+    """Words the ear heard past the kept text, read against the reply's next words: as many of those as the ear's
+    first words spell in order (one as up to three of the ear's: "drag and" for "dragon"), plus one for anything
+    after them (the cut word's fragment, whatever the ear made of it)."""
+    reached = {(0, 0)}  # (reply words spelled, ear words used)
+    frontier = [(0, 0)]
+    while frontier:
+        m, k = frontier.pop()
+        for n in (1, 2, 3):
+            if m < len(rest) and k + n <= len(past) and (m + 1, k + n) not in reached:
+                if _alike(rest[m], "".join(past[k : k + n])):
+                    reached.add((m + 1, k + n))
+                    frontier.append((m + 1, k + n))
+    m, k = max(reached, key=lambda mk: (mk[0], -mk[1]))
+    return m + (k < len(past))
+
+
+def _alike(said: str, heard: str) -> bool:
+    """The ear's `heard` is the reply's `said`, misread by at most a third of its letters."""
+    return ALIKE * _edit_table(list(said), list(heard))[-1][-1] <= len(said)
+
+
+def _words_in_tail(tokens: list[str], start: int) -> list[str]:
+    """Those of `tokens` (as one letter string) with at least half their letters at or after `start`."""
+    found, position = [], 0
+    for word in tokens:
         after = max(0, position + len(word) - max(start, position))
-        count += 2 * after >= len(word) > 0
+        if 2 * after >= len(word) > 0:
+            found.append(word)
         position += len(word)
-    return count
+    return found
 
 
 def _edit_table(ref: list[str], hyp: list[str]) -> list[list[int]]:
