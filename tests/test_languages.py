@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from audio.endpoint import EndpointConfig, EndpointPolicy, TurnDecided
 
 from adapters.asr.whisper import WhisperTranscriber, default_model_dir
 from adapters.tts.piper_voice import PiperSynthesizer, default_voice_path
 from audio.events import SpeechEnded, SpeechStarted
+from audio.turns.endpoint import EndpointConfig, EndpointPolicy, TurnDecided
 from desktop.catalog.entries import Catalogue, Entry, load_catalogue
 from desktop.catalog.languages import note, spoken, voice_language
 from desktop.catalog.store import Receipt, Store

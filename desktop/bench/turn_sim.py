@@ -29,7 +29,7 @@ Samples = npt.NDArray[np.float32]
 Judge = Callable[[Samples], Awaitable[float]]  # the end-of-turn model
 Hear = Callable[[Samples], Awaitable[Transcript]]  # a transcription pass
 FRAME = 320  # 20 ms, what the microphone delivers
-PREROLL_S = 0.4  # audio kept from before the VAD's onset (desktop/pipeline/ears.py)
+PREROLL_S = 0.4  # audio kept from before the VAD's onset (audio/turns/ears.py)
 
 
 @dataclass(frozen=True)
