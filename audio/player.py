@@ -16,10 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from adapters.runtime.clock import SystemClock
 from audio.events import AudioUnavailable, PlaybackFailed
 from audio.playout import CoreSink
 from audio.portaudio import DeviceInfo, resolve_device, sounddevice
-from audio.ports import SystemClock, run_blocking
+from audio.ports import run_blocking
 from audio.sound_server import routed
 from audio.stamps import StreamClock
 

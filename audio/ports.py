@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import AsyncIterator, Hashable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, runtime_checkable
@@ -20,23 +18,12 @@ __all__ = [
     "Frame",
     "Paced",
     "SegmentProgress",
-    "SystemClock",
     "run_blocking",
 ]
 
 RATE = 16000  # what VAD, AEC and ASR consume: 16 kHz mono float32
 SegmentId = Hashable
 T = TypeVar("T")
-
-
-class SystemClock:
-    """Monotonic time on the running loop; the time base of the real devices' timestamps."""
-
-    def now(self) -> float:
-        return time.monotonic()
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(max(0.0, seconds))
 
 
 @dataclass(frozen=True, eq=False)

@@ -215,11 +215,11 @@ def _run_locked(args: argparse.Namespace, noted: _Noted, config: Config, scenari
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from adapters.runtime.clock import SystemClock
     from desktop.demo import run_demo
-    from engine.clock import MonotonicClock
 
     async def go() -> str:
-        return await run_demo(_local_llm(), args.out, MonotonicClock())
+        return await run_demo(_local_llm(), args.out, SystemClock())
 
     _check_out_dir(args.out)
     print(asyncio.run(go()))

@@ -1,5 +1,5 @@
 """Clocks (adapters.contract.clock) are injected into everything that waits, so tests run on virtual time and
-`--fast` skips idle time.
+`--fast` skips idle time. The real clock is adapters.runtime.clock.SystemClock.
 
 `SkippingClock` is the one fast-forward clock: on virtual time (tests) or on real time (`parley run --fast`). While
 `autojump()` runs, it jumps to the next sleeper's deadline whenever the loop has nothing to run and no real work is
@@ -22,16 +22,6 @@ from adapters.runtime.tasks import open_tasks
 from adapters.runtime.workers import real_work_under_way
 
 IDLE_POLL_S = 0.002  # how often a busy or empty clock looks again (real seconds)
-
-
-class MonotonicClock:
-    """Real time on the running event loop."""
-
-    def now(self) -> float:
-        return time.monotonic()
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(max(0.0, seconds))
 
 
 def _no_time() -> float:

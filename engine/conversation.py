@@ -14,8 +14,8 @@ import anyio
 from adapters.contract import CancelCause, Disposed, LlmAdapter, LlmFailure, User
 from adapters.contract.clock import Clock
 from adapters.contract.llm import FailureCode
+from adapters.runtime.clock import SystemClock
 from adapters.runtime.tasks import open_tasks
-from engine.clock import MonotonicClock
 from engine.events import (
     BackoffInfo,
     State,
@@ -57,7 +57,7 @@ class EngineParts:
     llm: LlmAdapter
     speech: SpeechOutput
     journal: Journal
-    clock: Clock = field(default_factory=MonotonicClock)
+    clock: Clock = field(default_factory=SystemClock)
     fallback: LlmAdapter | None = None
     tools: ToolRegistry = field(default_factory=ToolRegistry)
     prompt: PromptBuilder = field(default_factory=HistoryPrompt)

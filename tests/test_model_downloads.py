@@ -16,6 +16,7 @@ import pytest
 
 from adapters.asr.whisper import check_model_dir, default_model_dir
 from adapters.llm.local import DEFAULT_DISTRIBUTION
+from adapters.runtime.clock import SystemClock
 from adapters.runtime.model_files import find_in_distribution
 from adapters.tts.piper_voice import check_voice_files, default_voice_path
 from desktop.catalog.choice import in_use, using
@@ -27,7 +28,6 @@ from desktop.cli import main
 from desktop.config import Config, load
 from desktop.model.session import Session
 from desktop.model.voice import SimulatedVoice
-from engine.clock import MonotonicClock
 from engine.events import TurnEnded
 from engine.journal import read_events
 from tests.hf_server import FakeHub, running
@@ -301,7 +301,7 @@ async def test_a_downloaded_model_answers_the_next_turn(
 ) -> None:
     entry = catalogue.find("test-smollm2")
     await anyio.to_thread.run_sync(lambda: download(entry, store, threading.Event(), _quiet))
-    clock = MonotonicClock()
+    clock = SystemClock()
     session = Session(replace(Config(), llm=replace(Config().llm, max_tokens=8)), journal_dir=tmp_path,
                       voice=SimulatedVoice(clock, ms_per_word=1), clock=clock)  # fmt: skip
     ended: list[TurnEnded] = []

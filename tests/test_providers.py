@@ -12,6 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from adapters.runtime.clock import SystemClock
 from desktop.cli import _parser
 from desktop.config import Config, ConfigError, LlmConfig, load
 from desktop.doctor import doctor
@@ -20,7 +21,6 @@ from desktop.model.settings_rules import try_connection
 from desktop.model.voice import SimulatedVoice
 from desktop.providers.listing import detect_local, list_models, list_url
 from desktop.providers.table import OPENAI_BASE_URL, PROVIDERS, base_url_for, provider_named
-from engine.clock import MonotonicClock
 from engine.events import TurnEnded
 from engine.journal import read_events
 from tests.fault_behaviours import status, text_stream
@@ -122,7 +122,7 @@ async def test_a_turn_is_answered_by_ollama_and_the_cloud_key_stays_home(
 ) -> None:
     monkeypatch.setenv("PARLEY_LLM_API_KEY", "sk-cloud-SECRET")
     fault_server.push(text_stream("Paris is the capital of France."))
-    clock = MonotonicClock()
+    clock = SystemClock()
     session = Session(_ollama(fault_server), journal_dir=tmp_path, voice=SimulatedVoice(clock, ms_per_word=1),
                       clock=clock)  # fmt: skip
     ended = anyio.Event()

@@ -1,6 +1,6 @@
 """The clock every layer is given instead of reading time itself, so tests run on virtual time and `--fast` skips
 idle time. One protocol for the engine, the audio layer and the adapters; the clocks themselves live with their
-users (engine.clock, audio.ports)."""
+users: the real one in adapters.runtime.clock, the fast-forward one in engine.clock."""
 
 from __future__ import annotations
 

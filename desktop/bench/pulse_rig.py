@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from adapters.runtime.clock import SystemClock
 from adapters.runtime.workers import run_blocking
 from audio.capture import Microphone
 from audio.player import Player
@@ -22,7 +23,6 @@ from desktop.bench.signals import onset_s, silent_from_s
 from desktop.pipeline.audio_io import Devices
 from desktop.pipeline.metrics import SessionMetrics
 from desktop.pipeline.run import open_voice_session
-from engine.clock import MonotonicClock
 from engine.conversation import Conversation
 from engine.journal import read_events
 
@@ -73,7 +73,7 @@ async def rig(models: Models, out: Path, *, acoustic: bool = False) -> AsyncIter
     await run_blocking(lambda: out.mkdir(parents=True, exist_ok=True))
     frames: list[Frame] = []
     devices = Devices(_Keeping(Microphone(None), frames), Player(None), acoustic=acoustic)  # the window's defaults
-    session = open_voice_session(models.config, out, MonotonicClock(), models.transcriber, models.synthesizer, devices)
+    session = open_voice_session(models.config, out, SystemClock(), models.transcriber, models.synthesizer, devices)
     async with session as binding:
         yield _Live(binding.conversation, binding.metrics, binding.ears, frames)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.asr.whisper import WhisperTranscriber
+from adapters.runtime.clock import SystemClock
 from adapters.runtime.workers import run_blocking
 from adapters.tts.piper_voice import PiperSynthesizer
 from audio.wav import load_wav
@@ -19,7 +20,7 @@ from desktop.config import Config
 from desktop.pipeline.run import open_fixture_session
 from desktop.pipeline.scenario_play import Stage, poll
 from desktop.scenario import Echo, Scenario
-from engine.clock import MonotonicClock, SkippingClock
+from engine.clock import SkippingClock
 from engine.inbox import UserInput
 
 IDLE_WARM_S = 0.5
@@ -42,7 +43,7 @@ async def idle_cpu(models: Models, out: Path, seconds: float, *, loudspeaker: bo
     `loudspeaker`, a headset: no echo path to simulate, no canceller)."""
     echo = Echo(gain=0.5, delay_ms=40.0) if loudspeaker else None  # an [echo] turns the canceller on
     session = open_fixture_session(
-        models.config, out, MonotonicClock(), models.transcriber, models.synthesizer, Scenario(Path("idle"), (), echo)
+        models.config, out, SystemClock(), models.transcriber, models.synthesizer, Scenario(Path("idle"), (), echo)
     )
     async with session as stage:
         samples = await cpu_while_idle(seconds)

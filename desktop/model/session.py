@@ -20,6 +20,7 @@ import anyio
 from adapters.contract import LlmAdapter, User
 from adapters.contract.clock import Clock
 from adapters.llm.secret import Secret
+from adapters.runtime.clock import SystemClock
 from adapters.runtime.model_files import ModelError
 from adapters.runtime.tasks import Tasks, open_tasks
 from adapters.runtime.workers import run_blocking
@@ -63,7 +64,6 @@ from desktop.model.wording import (
     problem_for_failure,
 )
 from desktop.pipeline.parts import LlmChoice, llm_choice
-from engine.clock import MonotonicClock
 from engine.conversation import Conversation
 from engine.events import State, StateChanged, TurnEnded, TurnStarted
 from engine.inbox import UserInput
@@ -96,7 +96,7 @@ class Session(Board):
         super().__init__()
         self.config = config
         self.started_with = config  # what the voice read once, at start: its devices run on these until a restart
-        self.clock = clock or MonotonicClock()
+        self.clock = clock or SystemClock()
         self.voice: VoiceIO = voice or SimulatedVoice(self.clock)
         self.keys = keys or KeyStore()
         self.journal_dir = journal_dir or data_dir() / "sessions"

@@ -17,6 +17,7 @@ import anyio
 from adapters.asr.whisper import WhisperTranscriber
 from adapters.contract.clock import Clock
 from adapters.llm.secret import Secret, load_api_key
+from adapters.runtime.clock import SystemClock
 from adapters.runtime.private_files import private_dir, write_private_text
 from adapters.runtime.tasks import open_tasks
 from adapters.runtime.workers import run_blocking
@@ -30,7 +31,7 @@ from desktop.pipeline.parts import LlmChoice, builtin_tools, llm_choice, prompt_
 from desktop.pipeline.scenario_play import Delivered, Stage, play
 from desktop.pipeline.voice import Binding, open_pipeline
 from desktop.scenario import Scenario
-from engine.clock import MonotonicClock, SkippingClock
+from engine.clock import SkippingClock
 from engine.conversation import EngineParts, open_conversation
 from engine.journal import Journal, quarantine_note, read_events
 from engine.report import render, turn_reports
@@ -79,7 +80,7 @@ async def _play_session(
         if say.wav is not None:
             load_wav(say.wav)  # a corrupt or unreadable WAV fails here, before anything starts
     transcriber, synthesizer = speech_models(config)
-    clock: Clock = SkippingClock(real=True) if fast else MonotonicClock()
+    clock: Clock = SkippingClock(real=True) if fast else SystemClock()
     stage: Stage | None = None
     with stop.ends():  # a stop while the models load: the session closes before it opened
         async with open_fixture_session(config, out, clock, transcriber, synthesizer, scenario) as stage:

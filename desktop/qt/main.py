@@ -14,6 +14,7 @@ import qasync
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
+from adapters.runtime.clock import SystemClock
 from desktop.config import Config, ConfigError, default_path, load
 from desktop.model.facts import Problem
 from desktop.model.session import Session
@@ -22,7 +23,6 @@ from desktop.model.wording import bad_config, fixture_problem
 from desktop.qt import add_window_options, qt_loop
 from desktop.qt.style import SHEET
 from desktop.qt.window import MainWindow
-from engine.clock import MonotonicClock
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -74,7 +74,7 @@ def voice_for(args: argparse.Namespace, config: Config) -> tuple[VoiceIO, list[P
     from desktop.model.live_voice import LiveVoice, probe_devices
     from desktop.scenario import ScenarioError, load_scenario, scenario_path
 
-    clock = MonotonicClock()
+    clock = SystemClock()
     try:
         if args.fixture is not None:
             return LiveVoice(config, clock, scenario=load_scenario(scenario_path(args.fixture))), []

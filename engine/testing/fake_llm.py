@@ -19,8 +19,8 @@ from adapters.contract import (
 )
 from adapters.contract.clock import Clock
 from adapters.contract.llm import EMPTY_RESPONSE, FailureCode
+from adapters.runtime.clock import SystemClock
 from adapters.runtime.workers import StopFlag, run_blocking, run_job
-from engine.clock import MonotonicClock
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class FakeLlm:
         model: str = "fake-1",
     ) -> None:
         self._scripts = list(scripts)
-        self._clock = clock or MonotonicClock()
+        self._clock = clock or SystemClock()
         self._provider = provider
         self._model = model
         self.calls: list[GenerateOptions] = []

@@ -11,10 +11,10 @@ from collections.abc import AsyncIterator, Sequence
 import numpy as np
 import pytest
 
+from adapters.runtime.clock import SystemClock
 from audio.capture import Microphone
 from audio.events import EchoProtectionLost, OnsetPaused
 from audio.player import Player
-from audio.ports import SystemClock
 from tests.audio import pulse as pulse_kit
 from tests.audio.conftest import USER_WAV
 from tests.audio.scenario import Rig, real_wait, speak_and_listen

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from adapters.runtime.clock import SystemClock
 from audio.fixtures import RecordingSink
 from audio.player import Player
-from audio.ports import AudioSink, SystemClock
+from audio.ports import AudioSink
 from engine.testing.clock import VirtualClock
 from tests.audio.signals import tone
 

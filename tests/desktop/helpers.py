@@ -12,13 +12,13 @@ from keyring.backend import KeyringBackend
 from PySide6.QtWidgets import QAbstractButton, QComboBox, QGroupBox, QLabel, QLineEdit, QTreeWidget, QWidget
 
 from adapters.contract import CancelSignal, GenerateOptions, StreamChunk
+from adapters.runtime.clock import SystemClock
 from desktop.model.device_lists import DeviceLists
 from desktop.model.model_shelf import Shelf
 from desktop.model.session import Session
 from desktop.model.voice import SimulatedVoice, VoiceEvents
 from desktop.model.wording import microphone_failed
 from desktop.qt.window import MainWindow
-from engine.clock import MonotonicClock
 from engine.testing import FakeLlm, reply
 from engine.testing.fake_llm import Script
 
@@ -126,7 +126,7 @@ class LoadingVoice(SimulatedVoice):
     simulated = False
 
     def __init__(self) -> None:
-        super().__init__(MonotonicClock())
+        super().__init__(SystemClock())
         self.loaded = anyio.Event()
         self.events: VoiceEvents | None = None
         self.listening = False

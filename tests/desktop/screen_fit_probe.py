@@ -16,13 +16,13 @@ from pathlib import Path
 from PySide6.QtCore import QPoint, QRect
 from PySide6.QtWidgets import QAbstractButton, QApplication, QDialog, QDialogButtonBox, QWidget
 
+from adapters.runtime.clock import SystemClock
 from desktop.config import Config
 from desktop.model.session import Session
 from desktop.model.voice import SimulatedVoice
 from desktop.qt import qt_loop
 from desktop.qt.style import SHEET
 from desktop.qt.window import MainWindow
-from engine.clock import MonotonicClock
 from engine.testing import FakeLlm, reply
 from tests.desktop.helpers import DEVICES, until
 
@@ -66,7 +66,7 @@ async def _dialog(window: MainWindow, open_it: object, name: str, out: dict[str,
 
 
 async def _probe(root: Path) -> dict[str, object]:
-    clock = MonotonicClock()
+    clock = SystemClock()
     llm = FakeLlm([reply("Once upon a time. " * 20), reply("Fine.")])
     session = Session(Config(), journal_dir=root / "sessions", voice=SimulatedVoice(clock, ms_per_word=1), llm=llm,
                       clock=clock, resume=True)  # fmt: skip

@@ -19,6 +19,7 @@ from tempfile import TemporaryDirectory
 
 from PySide6.QtWidgets import QApplication
 
+from adapters.runtime.clock import SystemClock
 from desktop.config import Config
 from desktop.model.device_lists import DeviceLists
 from desktop.model.live_voice import LiveVoice
@@ -27,7 +28,6 @@ from desktop.qt import qt_loop
 from desktop.qt.style import SHEET
 from desktop.qt.window import MainWindow
 from desktop.scenario import load_scenario, scenario_path
-from engine.clock import MonotonicClock
 from engine.events import State
 from tests.desktop.helpers import until
 
@@ -43,7 +43,7 @@ def _finished(session: Session) -> bool:
 
 async def _scene(out: Path, journal_dir: Path) -> None:
     random.seed(SEED)  # llama.cpp's sampling seed comes from Python's random
-    clock = MonotonicClock()
+    clock = SystemClock()
     voice = LiveVoice(Config(), clock, scenario=load_scenario(scenario_path(SCENARIO)))
     session = Session(Config(), journal_dir=journal_dir, voice=voice, clock=clock)
     window = MainWindow(session, config_path=journal_dir / "config.toml", devices=DeviceLists)

@@ -9,10 +9,10 @@ from typing import Any
 from PySide6.QtWidgets import QApplication, QLineEdit
 from pytestqt.qtbot import QtBot
 
+from adapters.runtime.clock import SystemClock
 from desktop.config import Config, LlmConfig
 from desktop.model.session import Session
 from desktop.model.voice import SimulatedVoice
-from engine.clock import MonotonicClock
 from tests.desktop.helpers import MemoryKeyring, running_window, texts, until
 from tests.fault_behaviours import unauthorized
 from tests.fault_server import FaultServer
@@ -30,7 +30,7 @@ def test_the_key_is_shown_only_masked_everywhere(
 ) -> None:
     memory_keyring.set_password("parley", "llm-api-key", STORED)
     fault_server.push(unauthorized())
-    clock = MonotonicClock()
+    clock = SystemClock()
     config = replace(Config(), llm=LlmConfig(provider="openai", base_url=fault_server.base_url, model="fault-1"))
     session = Session(config, journal_dir=tmp_path, voice=SimulatedVoice(clock), clock=clock)
     path = tmp_path / "config.toml"

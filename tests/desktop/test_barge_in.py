@@ -10,11 +10,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextDocument
 from pytestqt.qtbot import QtBot
 
+from adapters.runtime.clock import SystemClock
 from desktop.config import Config
 from desktop.model.session import Session
 from desktop.model.voice import SimulatedVoice
 from desktop.qt.style import INK, UNHEARD
-from engine.clock import MonotonicClock
 from engine.events import State
 from engine.journal import read_events
 from engine.testing import FakeLlm, reply
@@ -33,7 +33,7 @@ def _plain(html: str) -> str:
 def test_push_to_talk_while_speaking_cuts_the_reply_where_the_journal_does(
     run: Any, qtbot: QtBot, tmp_path: Path
 ) -> None:
-    clock = MonotonicClock()
+    clock = SystemClock()
     voice = SimulatedVoice(clock, ms_per_word=MS_PER_WORD)
     session = Session(Config(), journal_dir=tmp_path, voice=voice, llm=FakeLlm([reply(STORY)]), clock=clock)
 

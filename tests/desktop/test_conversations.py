@@ -10,6 +10,7 @@ from PySide6.QtCore import QRect
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
+from adapters.runtime.clock import SystemClock
 from desktop.config import Config
 from desktop.model.conversations import bubbles_of, last_conversation, list_conversations
 from desktop.model.session import Session
@@ -17,7 +18,6 @@ from desktop.model.voice import SimulatedVoice
 from desktop.qt.conversations_dialog import ConversationsDialog
 from desktop.qt.text_dialog import TextDialog
 from desktop.qt.window import MainWindow
-from engine.clock import MonotonicClock
 from engine.events import State
 from engine.journal import read_events
 from engine.testing import FakeLlm, reply
@@ -25,7 +25,7 @@ from tests.desktop.helpers import running_window, until
 
 
 def _session(tmp_path: Path, llm: FakeLlm) -> Session:
-    clock = MonotonicClock()
+    clock = SystemClock()
     voice = SimulatedVoice(clock, ms_per_word=10)
     return Session(Config(), journal_dir=tmp_path / "sessions", voice=voice, llm=llm, clock=clock, resume=True)
 

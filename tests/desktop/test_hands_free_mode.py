@@ -8,11 +8,11 @@ from typing import Any
 
 from pytestqt.qtbot import QtBot
 
+from adapters.runtime.clock import SystemClock
 from desktop.config import Config
 from desktop.model.session import Session
 from desktop.model.voice import SimulatedVoice
 from desktop.qt.transcript import WELCOME, WELCOME_HANDS_FREE
-from engine.clock import MonotonicClock
 from engine.testing import FakeLlm
 from tests.desktop.helpers import running_window
 
@@ -23,7 +23,7 @@ class ListeningVoice(SimulatedVoice):
     simulated = False
 
     def __init__(self) -> None:
-        super().__init__(MonotonicClock())
+        super().__init__(SystemClock())
         self.listening = False
 
     def start_listening(self) -> None:

@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from adapters.runtime.clock import SystemClock
 from desktop.config import AudioConfig, Config
 from desktop.model.live_voice import LiveVoice
 from desktop.model.session import Session
 from desktop.qt.main import voice_for
-from engine.clock import MonotonicClock
 from engine.testing import reply
 from tests.audio import pulse as pulse_kit
 from tests.audio.signals import report
@@ -67,7 +67,7 @@ def test_on_a_headset_every_reply_is_heard_within_a_device_buffer(
     voice, _ = voice_for(Namespace(fixture=None), config)
     assert isinstance(voice, LiveVoice)
     llm = AnswersByContent([("weather", reply("It is sunny and warm today.")), ("time", reply("It is noon."))])
-    session = Session(config, journal_dir=tmp_path, voice=voice, llm=llm, clock=MonotonicClock())
+    session = Session(config, journal_dir=tmp_path, voice=voice, llm=llm, clock=SystemClock())
     speaker = voice.pipeline.devices.sink
     queued: dict[int, tuple[float, Any]] = {}  # turn: (monotonic time its first sample was queued, segment)
     enqueue = speaker.enqueue

@@ -11,12 +11,12 @@ from PySide6.QtGui import QImage, QKeyEvent
 from PySide6.QtWidgets import QApplication, QWidget
 from pytestqt.qtbot import QtBot
 
+from adapters.runtime.clock import SystemClock
 from desktop.config import Config
 from desktop.model.facts import TalkChanged
 from desktop.model.session import Session
 from desktop.model.voice import SimulatedVoice
 from desktop.qt.window import MainWindow
-from engine.clock import MonotonicClock
 from engine.events import State, TurnStarted
 from engine.testing import FakeLlm, reply
 from tests.desktop.helpers import running_window, until
@@ -30,7 +30,7 @@ def talk_log() -> list[object]:
 def _session(
     tmp_path: Path, log: list[object], *, words: int = 3, ms_per_word: float = 30
 ) -> tuple[Session, SimulatedVoice]:
-    clock = MonotonicClock()
+    clock = SystemClock()
     voice = SimulatedVoice(clock, ms_per_word=ms_per_word)
     text = " ".join(["fine"] * words) + "."
     session = Session(Config(), journal_dir=tmp_path, voice=voice, llm=FakeLlm([reply(text)] * 3), clock=clock)

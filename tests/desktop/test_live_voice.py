@@ -17,6 +17,7 @@ from pytestqt.qtbot import QtBot
 
 import audio.portaudio
 import desktop.pipeline.audio_io
+from adapters.runtime.clock import SystemClock
 from audio.events import AudioUnavailable, CaptureFailed
 from audio.fixtures import RecordingSink
 from audio.portaudio import NO_PORTAUDIO, DeviceInfo
@@ -29,7 +30,6 @@ from desktop.model.session import Session
 from desktop.pipeline.voice import level_of
 from desktop.qt.main import voice_for
 from desktop.qt.window import MainWindow
-from engine.clock import MonotonicClock
 from engine.events import State
 from engine.journal import read_events
 from engine.testing import FakeLlm, reply
@@ -70,7 +70,7 @@ def test_a_question_spoken_into_the_microphone_is_answered_through_the_speaker(
     voice, notes = voice_for(Namespace(fixture=None), config)
     assert isinstance(voice, LiveVoice)
     assert notes == []
-    clock = MonotonicClock()
+    clock = SystemClock()
     session = Session(config, journal_dir=tmp_path, voice=voice, llm=FakeLlm([reply(WEATHER)]), clock=clock)
     levels: list[float] = []
     loading: list[tuple[str, str]] = []
@@ -121,7 +121,7 @@ def test_the_barge_in_scenario_plays_into_the_window_and_strikes_what_was_not_he
     assert isinstance(voice, LiveVoice)
     assert notes == []
     llm = AnswersByContent([("story", reply(STORY, delay=0.01)), ("time", reply(TIME))])
-    session = Session(Config(), journal_dir=tmp_path, voice=voice, llm=llm, clock=MonotonicClock())
+    session = Session(Config(), journal_dir=tmp_path, voice=voice, llm=llm, clock=SystemClock())
     states: list[State] = []
     session.subscribe(lambda e: states.append(e.state) if hasattr(e, "state") else None)
 
@@ -172,7 +172,7 @@ def test_a_failure_inside_one_utterance_loses_it_and_not_the_voice(run: Any, tmp
 
     transcriber.transcribe = first_one_fails  # type: ignore[method-assign]
     llm = AnswersByContent([("story", reply(STORY, delay=0.01)), ("time", reply(TIME))])
-    session = Session(Config(), journal_dir=tmp_path, voice=voice, llm=llm, clock=MonotonicClock())
+    session = Session(Config(), journal_dir=tmp_path, voice=voice, llm=llm, clock=SystemClock())
 
     async def scenario() -> None:
         async with running_window(session, tmp_path / "config.toml") as window:
@@ -201,7 +201,7 @@ def test_without_audio_devices_the_window_says_so_and_typing_still_works(
     monkeypatch.setattr(audio.portaudio, "list_devices", list)
     voice, notes = voice_for(Namespace(fixture=None), Config())
     assert voice.simulated
-    clock = MonotonicClock()
+    clock = SystemClock()
     session = Session(Config(), journal_dir=tmp_path, voice=voice, llm=FakeLlm([reply("Hello there.")]), clock=clock)
 
     async def scenario() -> None:
@@ -307,7 +307,7 @@ class _StallingMicrophone(_DyingMicrophone):
 def test_a_microphone_that_fails_mid_stream_is_a_banner_and_hands_free_turns_off(
     run: Any, qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    clock = MonotonicClock()
+    clock = SystemClock()
     monkeypatch.setattr(desktop.pipeline.audio_io, "Microphone", _DyingMicrophone)
     monkeypatch.setattr(desktop.pipeline.audio_io, "Player", lambda *a, **k: RecordingSink(clock, rate=k["rate"]))
     voice = LiveVoice(Config(), clock)
@@ -334,7 +334,7 @@ def test_a_microphone_that_fails_mid_stream_is_a_banner_and_hands_free_turns_off
 def test_a_microphone_quiet_while_the_models_load_is_not_judged_and_a_banner_clears_when_audio_flows(
     run: Any, qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    clock = MonotonicClock()
+    clock = SystemClock()
     microphones: list[_StallingMicrophone] = []
     monkeypatch.setattr(
         desktop.pipeline.audio_io, "Microphone", lambda *a: microphones.append(_StallingMicrophone()) or microphones[-1]

@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
+from adapters.runtime.clock import SystemClock
 from desktop.assets import fixture
 from desktop.config import AudioConfig, Config
 from desktop.model.live_voice import LiveVoice
 from desktop.model.session import Session
 from desktop.qt.main import voice_for
-from engine.clock import MonotonicClock
 from engine.journal import read_events
 from engine.testing import reply
 from tests.audio import pulse as pulse_kit
@@ -71,7 +71,7 @@ def test_on_loudspeakers_hands_free_hears_only_the_user(
     assert isinstance(voice, LiveVoice)
     assert notes == []
     llm = AnswersByContent([("story", reply(STORY, delay=0.01)), ("plus", reply("Two."))], NEVER_ASKED)
-    session = Session(config, journal_dir=tmp_path, voice=voice, llm=llm, clock=MonotonicClock())
+    session = Session(config, journal_dir=tmp_path, voice=voice, llm=llm, clock=SystemClock())
     module = load_loopback(pulse, latency_ms, gain_db)
 
     async def scenario() -> None:
@@ -136,7 +136,7 @@ def test_loudspeakers_that_appear_mid_session_are_followed(
     assert isinstance(voice, LiveVoice)
     answers = [("weather", reply(WEATHER)), ("story", reply(SHORT_STORY, delay=0.01)), ("plus", reply("Two."))]
     session = Session(config, journal_dir=tmp_path, voice=voice, llm=AnswersByContent(answers, NEVER_ASKED),
-                      clock=MonotonicClock())  # fmt: skip
+                      clock=SystemClock())  # fmt: skip
     loaded: list[str] = []
 
     async def ask(window: Any, wav: str, turn: int) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from pytestqt.qtbot import QtBot
 
+from adapters.runtime.clock import SystemClock
 from desktop.catalog.entries import load_catalogue
 from desktop.catalog.store import Store
 from desktop.config import Config, load
@@ -21,7 +22,6 @@ from desktop.model.session import Session
 from desktop.model.voice import SimulatedVoice
 from desktop.qt.models_dialog import ModelsDialog
 from desktop.qt.window import MainWindow
-from engine.clock import MonotonicClock
 from engine.journal import read_events
 from tests.desktop.helpers import running_window, until
 from tests.hf_server import FakeHub, running
@@ -51,7 +51,7 @@ class _Window:
         catalogue.write_text(BUNDLED + OFFERED, encoding="utf-8")
         self.store = Store(tmp_path / "models")
         self.config_path = tmp_path / "config.toml"
-        clock = MonotonicClock()
+        clock = SystemClock()
         config = replace(Config(), llm=replace(Config().llm, max_tokens=8))
         self.session = Session(config, journal_dir=tmp_path, voice=SimulatedVoice(clock, ms_per_word=1), clock=clock)
         self.shelf = Shelf(load_catalogue(catalogue), self.store, self.session.start_work, **shelf)

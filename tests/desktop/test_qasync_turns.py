@@ -12,11 +12,11 @@ from typing import Any
 from PySide6.QtCore import QTimer
 
 from adapters.contract import CancelSignal, Finish, GenerateOptions, StreamChunk, TextDelta
+from adapters.runtime.clock import SystemClock
 from adapters.runtime.workers import StopFlag, Worker, run_job
 from desktop.config import Config
 from desktop.model.session import Session
 from desktop.model.voice import SimulatedVoice
-from engine.clock import MonotonicClock
 from engine.events import TurnEnded
 from tests.desktop.helpers import until
 
@@ -49,7 +49,7 @@ class ThinkingLlm:
 
 def test_a_turn_cancelled_from_a_qt_slot_is_quiescent_when_it_ends(run: Any, tmp_path: Path) -> None:
     llm = ThinkingLlm()
-    clock = MonotonicClock()
+    clock = SystemClock()
     session = Session(Config(), journal_dir=tmp_path, voice=SimulatedVoice(clock), llm=llm, clock=clock)
     ended: list[tuple[str, bool, int]] = []
 

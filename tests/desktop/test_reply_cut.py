@@ -10,11 +10,11 @@ from typing import Any
 from pytestqt.qtbot import QtBot
 
 from adapters.contract import Finish, TextDelta, Usage
+from adapters.runtime.clock import SystemClock
 from desktop.config import Config
 from desktop.model.conversations import bubbles_of
 from desktop.model.session import Session
 from desktop.model.voice import SimulatedVoice
-from engine.clock import MonotonicClock
 from engine.journal import read_events
 from engine.testing import Emit, FakeLlm, Hang, reply
 from tests.desktop.helpers import running_window, until
@@ -32,7 +32,7 @@ def test_a_reply_cut_at_the_limit_is_marked_under_it(run: Any, qtbot: QtBot, tmp
     ]
     hangs = [Emit(TextDelta("And then ")), Emit(TextDelta("the knight")), Hang()]
     llm = FakeLlm([cut, reply("Two."), hangs])
-    clock = MonotonicClock()
+    clock = SystemClock()
     config = replace(Config(), llm=replace(Config().llm, max_reply_s=1.0))
     voice = SimulatedVoice(clock, ms_per_word=5)
     session = Session(config, journal_dir=tmp_path, voice=voice, llm=llm, clock=clock)

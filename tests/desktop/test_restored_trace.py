@@ -9,11 +9,11 @@ from typing import Any
 
 from pytestqt.qtbot import QtBot
 
+from adapters.runtime.clock import SystemClock
 from desktop.config import Config
 from desktop.model.session import Session
 from desktop.model.trace_model import TraceBook
 from desktop.model.voice import SimulatedVoice
-from engine.clock import MonotonicClock
 from engine.testing import FakeLlm
 from tests.desktop.helpers import running_window, until
 
@@ -105,7 +105,7 @@ def _journal_at(tmp_path: Path) -> Path:
 
 def test_after_a_relaunch_the_trace_shows_the_restored_turns(run: Any, qtbot: QtBot, tmp_path: Path) -> None:
     journal = _journal_at(tmp_path)
-    clock = MonotonicClock()
+    clock = SystemClock()
     session = Session(
         Config(),
         journal_dir=tmp_path / "sessions",

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QDialogButtonBox, QMessageBox
 from pytestqt.qtbot import QtBot
 
 from adapters.asr.whisper import default_model_dir
+from adapters.runtime.clock import SystemClock
 from adapters.tts.piper_voice import default_voice_path
 from desktop.config import AudioConfig, Config, LlmConfig, SpeechConfig, load
 from desktop.model.device_lists import device_lists, from_query
@@ -22,7 +23,6 @@ from desktop.model.session import Session
 from desktop.model.settings_io import save, to_toml
 from desktop.model.voice import SimulatedVoice
 from desktop.qt.settings_dialog import SettingsDialog
-from engine.clock import MonotonicClock
 from engine.testing import FakeLlm
 from tests.desktop.helpers import MemoryKeyring, running_window
 
@@ -64,7 +64,7 @@ def test_settings_round_trip_through_the_dialog_file_and_keyring(
     run: Any, qtbot: QtBot, tmp_path: Path, memory_keyring: MemoryKeyring
 ) -> None:
     path = tmp_path / "config.toml"
-    clock = MonotonicClock()
+    clock = SystemClock()
     session = Session(Config(), journal_dir=tmp_path, voice=SimulatedVoice(clock), llm=FakeLlm(), clock=clock)
 
     async def scenario() -> None:

@@ -12,13 +12,13 @@ from keyring.backends import fail
 from PySide6.QtWidgets import QMessageBox
 from pytestqt.qtbot import QtBot
 
+from adapters.runtime.clock import SystemClock
 from desktop.config import Config, LlmConfig
 from desktop.model.facts import Problem
 from desktop.model.session import Session
 from desktop.model.settings_rules import LIVE, RESTART, answered, restart_needed, stale_problems
 from desktop.model.voice import SimulatedVoice
 from desktop.qt.settings_dialog import LIVE_TITLE, RESTART_TITLE
-from engine.clock import MonotonicClock
 from engine.testing import FakeLlm
 from tests.desktop.helpers import MemoryKeyring, running_window, until
 from tests.fault_behaviours import status, text_stream, unauthorized
@@ -56,7 +56,7 @@ def test_the_live_settings_reach_the_provider_and_the_engine(
     run: Any, qtbot: QtBot, tmp_path: Path, fault_server: FaultServer
 ) -> None:
     fault_server.push(text_stream("Short."), text_stream("Shorter."))
-    clock = MonotonicClock()
+    clock = SystemClock()
     config = _openai(fault_server)
     session = Session(config, journal_dir=tmp_path, voice=SimulatedVoice(clock, ms_per_word=5), clock=clock)
 

@@ -12,6 +12,7 @@ from typing import Any
 from pytestqt.qtbot import QtBot
 
 from adapters.contract import LlmFailure
+from adapters.runtime.clock import SystemClock
 from desktop.config import Config, LlmConfig
 from desktop.model.device_lists import DeviceLists
 from desktop.model.facts import EngineOpened
@@ -19,7 +20,6 @@ from desktop.model.keyring_store import KeyStore
 from desktop.model.session import Session
 from desktop.qt.settings_dialog import SettingsDialog
 from desktop.qt.state_chip import StateChip
-from engine.clock import MonotonicClock
 from engine.events import TurnEnded
 from engine.testing import FakeLlm, reply
 from engine.testing.fake_llm import failure
@@ -81,7 +81,7 @@ def test_test_connection_leaves_the_focus_on_its_button(qtbot: QtBot, memory_key
 
 
 def test_the_chip_drops_a_failure_of_another_model(qtbot: QtBot) -> None:
-    chip = StateChip(MonotonicClock())
+    chip = StateChip(SystemClock())
     qtbot.addWidget(chip)
     chip.handle(EngineOpened("openai", "gpt-4o-mini", "gpt-4o-mini (OpenAI)"))
     chip.handle(TurnEnded(1, "failed", LlmFailure("refused", "TRANSPORT")))

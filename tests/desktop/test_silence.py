@@ -9,13 +9,13 @@ from typing import Any
 
 from pytestqt.qtbot import QtBot
 
+from adapters.runtime.clock import SystemClock
 from desktop.config import Config
 from desktop.model.board import Board
 from desktop.model.facts import HandsFreeChanged, TurnStopped
 from desktop.model.session import Session
 from desktop.model.silence import IN_A_ROW, UNHEARD, SilenceWatch
 from desktop.model.voice import SimulatedVoice
-from engine.clock import MonotonicClock
 from engine.events import ReplyHeard, TurnEnded
 from engine.testing import reply
 from tests.desktop.helpers import AnswersByContent, running_window, until
@@ -94,7 +94,7 @@ def test_a_heard_reply_starts_the_count_again() -> None:
 def test_the_window_says_why_parley_is_silent(run: Any, qtbot: QtBot, tmp_path: Path) -> None:
     """In the window: replies cut off as they start, as the pipeline does when it takes Parley's voice for the
     person's (a barge-in with no cause of the person's), end in a banner that says why; a heard reply ends it."""
-    clock = MonotonicClock()
+    clock = SystemClock()
     voice = SimulatedVoice(clock, ms_per_word=3000)  # the first word is heard only after 3 s
     llm = AnswersByContent([("story", reply("Once upon a time there was a dragon."))], otherwise="Hi.")
     session = Session(Config(), journal_dir=tmp_path, voice=voice, llm=llm, clock=clock)

@@ -7,10 +7,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from adapters.runtime.clock import SystemClock
 from desktop.config import Config, LlmConfig
 from desktop.model.session import Session
 from desktop.model.voice import SimulatedVoice
-from engine.clock import MonotonicClock
 from engine.events import State
 from tests.desktop.helpers import MemoryKeyring, running_window, until
 from tests.fault_behaviours import rate_limited, rate_limited_until, text_stream, unauthorized
@@ -18,7 +18,7 @@ from tests.fault_server import FaultServer
 
 
 def _session(tmp_path: Path, fault_server: FaultServer) -> Session:
-    clock = MonotonicClock()
+    clock = SystemClock()
     config = replace(Config(), llm=LlmConfig(provider="openai", base_url=fault_server.base_url, model="fault-1"))
     return Session(config, journal_dir=tmp_path, voice=SimulatedVoice(clock, ms_per_word=20), clock=clock)
 

@@ -13,6 +13,7 @@ from typing import Any
 from pytestqt.qtbot import QtBot
 
 from adapters.llm.local import LocalLlamaAdapter, bundled_model, loaded_models
+from adapters.runtime.clock import SystemClock
 from adapters.tts.piper_voice import PiperSynthesizer, default_voice_path, loaded_voices
 from desktop.bench.soak import resident_mb
 from desktop.config import Config, LlmConfig
@@ -20,7 +21,6 @@ from desktop.model.live_voice import LiveVoice
 from desktop.model.session import Session
 from desktop.model.voice import SimulatedVoice
 from desktop.qt.main import voice_for
-from engine.clock import MonotonicClock
 from engine.journal import read_events
 from engine.testing import reply
 from tests.desktop.helpers import AnswersByContent, running_window, until
@@ -43,7 +43,7 @@ def test_a_new_model_answers_from_the_next_turn_and_the_turn_under_way_finishes_
     run: Any, qtbot: QtBot, tmp_path: Path, fault_server: FaultServer
 ) -> None:
     fault_server.push(slow_trickle(SLOW, delay=0.05), text_stream("Second."))
-    clock = MonotonicClock()
+    clock = SystemClock()
     first = _openai(fault_server, "fault-1")
     session = Session(first, journal_dir=tmp_path, voice=SimulatedVoice(clock, ms_per_word=5), clock=clock)
 
@@ -77,7 +77,7 @@ def test_leaving_the_embedded_model_hands_its_memory_back(
 ) -> None:
     fault_server.push(text_stream("From the server."))
     embedded = replace(Config(), llm=replace(Config().llm, max_tokens=8))
-    session = Session(embedded, journal_dir=tmp_path, voice=SimulatedVoice(MonotonicClock(), ms_per_word=5))
+    session = Session(embedded, journal_dir=tmp_path, voice=SimulatedVoice(SystemClock(), ms_per_word=5))
     measured: dict[str, float] = {}
 
     async def scenario() -> None:
@@ -119,7 +119,7 @@ def test_another_voice_speaks_from_the_next_turn_and_the_old_one_is_released(
     assert isinstance(voice, LiveVoice), notes
     old = voice.pipeline.synthesizer
     llm = AnswersByContent([("story", reply(STORY, delay=0.01))], otherwise="Here I am.")
-    session = Session(Config(), journal_dir=tmp_path, voice=voice, llm=llm, clock=MonotonicClock())
+    session = Session(Config(), journal_dir=tmp_path, voice=voice, llm=llm, clock=SystemClock())
     switched = replace(Config(), speech=replace(Config().speech, voice_path=str(other)))
 
     async def scenario() -> None:

@@ -9,12 +9,12 @@ from typing import Any
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
+from adapters.runtime.clock import SystemClock
 from desktop.config import Config
 from desktop.model.session import Session
 from desktop.model.transcript_model import DROPPED, QUEUED
 from desktop.model.voice import SimulatedVoice
 from desktop.qt.window import MainWindow
-from engine.clock import MonotonicClock
 from engine.events import State
 from engine.journal import read_events
 from engine.testing import FakeLlm, reply
@@ -25,7 +25,7 @@ MS_PER_WORD = 100.0  # the story lasts 4 s: time to type over it on a loaded mac
 
 
 def _session(tmp_path: Path, llm: FakeLlm) -> Session:
-    clock = MonotonicClock()
+    clock = SystemClock()
     voice = SimulatedVoice(clock, ms_per_word=MS_PER_WORD)
     return Session(Config(), journal_dir=tmp_path, voice=voice, llm=llm, clock=clock)
 

@@ -11,13 +11,13 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
+from adapters.runtime.clock import SystemClock
 from desktop.config import Config, LlmConfig
 from desktop.model.facts import TalkChanged
 from desktop.model.session import Session
 from desktop.model.voice import SimulatedVoice
 from desktop.qt import run_app
 from desktop.qt.window import MainWindow
-from engine.clock import MonotonicClock
 from engine.journal import read_events
 from engine.testing import FakeLlm, reply
 from tests.desktop.helpers import running_window, until
@@ -45,7 +45,7 @@ def test_a_missing_model_is_a_banner_and_the_window_stays_usable(run: Any, qtbot
 
 
 def test_space_talks_from_the_window_but_types_in_the_text_box(run: Any, qtbot: QtBot, tmp_path: Path) -> None:
-    clock = MonotonicClock()
+    clock = SystemClock()
     voice = SimulatedVoice(clock, ms_per_word=20)
     session = Session(Config(), journal_dir=tmp_path, voice=voice, llm=FakeLlm([reply("Paris.")]), clock=clock)
     talk: list[bool] = []
@@ -96,7 +96,7 @@ def test_run_app_shows_the_window_and_closes_only_after_the_conversation_is_disp
 
 
 def test_closing_mid_reply_disposes_the_turn_before_the_window_goes(run: Any, tmp_path: Path) -> None:
-    clock = MonotonicClock()
+    clock = SystemClock()
     story = " ".join(["and then the sea rose again"] * 20)
     voice = SimulatedVoice(clock, ms_per_word=20)
     session = Session(Config(), journal_dir=tmp_path, voice=voice, llm=FakeLlm([reply(story)]), clock=clock)

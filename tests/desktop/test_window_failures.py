@@ -16,6 +16,7 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QMessageBox, QPushButton
 from pytestqt.qtbot import QtBot
 
+from adapters.runtime.clock import SystemClock
 from desktop.config import Config
 from desktop.model.conversations import list_conversations
 from desktop.model.session import Session
@@ -23,7 +24,6 @@ from desktop.model.voice import SimulatedVoice
 from desktop.qt.busy import ComeForward, ask_to_come_forward
 from desktop.qt.conversations_dialog import ConversationsDialog
 from desktop.qt.window import MainWindow
-from engine.clock import MonotonicClock
 from engine.events import State
 from engine.invariants import violations
 from engine.journal import read_events, read_journal
@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _session(journal_dir: Path, answers: int = 4, *, resume: bool = False) -> Session:
-    clock = MonotonicClock()
+    clock = SystemClock()
     llm = FakeLlm([reply(f"Answer {n}.") for n in range(1, answers + 1)])
     voice = SimulatedVoice(clock, ms_per_word=10)
     return Session(Config(), journal_dir=journal_dir, voice=voice, llm=llm, clock=clock, resume=resume)
