@@ -33,7 +33,7 @@ from engine.journal import Journal
 from engine.prompt import HistoryPrompt, PromptBuilder
 from engine.retry import Backoff, Budgets
 from engine.speculation import Speculation, SpeculationParts, Speculator
-from engine.speech import SpeechOutput
+from engine.speech import PreparesSpeech, SpeechOutput
 from engine.step import StepContext, StepFailed, StepResult, TurnRecord, run_step
 from engine.tools import ToolRegistry, ToolRunner
 from engine.turn import Answered, Turn
@@ -88,7 +88,13 @@ class Conversation:
         self._provisional_began = anyio.Event()
         self.speculator = Speculator(
             SpeculationParts(
-                parts.llm, parts.journal, parts.prompt, parts.tools, parts.clock, parts.speculative_requests
+                parts.llm,
+                parts.journal,
+                parts.prompt,
+                parts.tools,
+                parts.clock,
+                parts.speculative_requests,
+                parts.speech.prepare if isinstance(parts.speech, PreparesSpeech) else None,
             ),
             lambda: self._next_id,
         )

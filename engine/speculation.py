@@ -30,7 +30,7 @@ import anyio
 from adapters.contract import CancelSignal, GenerateOptions, Hook, LlmAdapter, LlmError, StreamChunk
 from adapters.contract.clock import Clock
 from adapters.runtime.tasks import Tasks, open_tasks
-from engine.ahead import Ahead
+from engine.ahead import Ahead, Prepare
 from engine.journal import Event, Journal
 from engine.prompt import PromptBuilder
 from engine.tools import ToolRegistry
@@ -61,6 +61,13 @@ class Speculation:
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     read: bool = False  # the model finished reading the prompt
     ahead: Ahead | None = None  # the reply generated ahead, once read
+    rehearsing: bool = False  # the voice may synthesize the reply's opening (engine.ahead)
+
+    def rehearse(self) -> None:
+        """The turn's decision will wait: the reply's opening may be synthesized meanwhile, once it is generated."""
+        self.rehearsing = True
+        if self.ahead is not None:
+            self.ahead.rehearse()
 
     def drop(self) -> None:
         """The user went on (or the turn differs): stop it; `ended` is set once its work has returned."""
@@ -78,6 +85,7 @@ class SpeculationParts:
     tools: ToolRegistry
     clock: Clock
     speculative_requests: bool  # the user allows speculative requests to a remote provider
+    prepare: Prepare | None = None  # the voice's synthesis of a reply's opening (engine.speech.PreparesSpeech)
 
 
 class Speculator:
@@ -207,7 +215,9 @@ class Speculator:
             return
         spec.read = not spec.signal.cancelled
         if spec.read and spec.generate_ahead and spec.text.strip() and isinstance(parts.llm, Prefills):
-            spec.ahead = Ahead(options)
+            spec.ahead = Ahead(options, parts.prepare)
+            if spec.rehearsing:
+                spec.ahead.rehearse()
             spec.read_done.set()
             await spec.ahead.pull(parts.llm, spec.signal)
 

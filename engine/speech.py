@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from adapters.contract import CancelSignal
 from adapters.contract.speech_io import WordTiming
 
-__all__ = ["SpeechKey", "SpeechOutput", "SpokenSegment", "WordTiming"]
+__all__ = ["PreparesSpeech", "SpeechKey", "SpeechOutput", "SpokenSegment", "WordTiming"]
 
 
 @dataclass(frozen=True)
@@ -61,4 +61,16 @@ class SpeechOutput(Protocol):
 
     def release(self, turn: int) -> None:
         """Forget the turn's bookkeeping once it has ended."""
+        ...
+
+
+@runtime_checkable
+class PreparesSpeech(Protocol):
+    """An output that can synthesize a reply's opening while the turn is still being decided, so that its first
+    audio waits for no synthesis once it is (engine.ahead)."""
+
+    async def prepare(self, text: str, signal: CancelSignal, *, whole: bool = False) -> bool:
+        """`text`: the reply generated ahead so far (`whole`: all of it). Once its first segment is complete,
+        synthesize it, to be played only by a turn whose first segment is the same text. True once it is ready
+        (later calls need not be made); False while it is incomplete, or once `signal` fired."""
         ...

@@ -67,15 +67,16 @@ async def kit(
     ms_per_word: float = 300.0,
     speculative_requests: bool = False,
     secrets: Sequence[str] = ("sk-test-SECRET",),
+    speech: Callable[[VirtualClock], FakeSpeechOutput] | None = None,
 ) -> AsyncIterator[Kit]:
     """`adapter` replaces the scripted FakeLlm (e.g. the real HTTP adapter against the fault server)."""
     clock = VirtualClock()
     llm = FakeLlm(scripts, clock=clock)
-    speech = FakeSpeechOutput(clock, ms_per_word=ms_per_word)
+    speech_output = speech(clock) if speech is not None else FakeSpeechOutput(clock, ms_per_word=ms_per_word)
     journal = Journal(tmp_path / "journal.jsonl", wall=clock.now, secrets=secrets)
     parts = EngineParts(
         llm=adapter or llm,
-        speech=speech,
+        speech=speech_output,
         journal=journal,
         clock=clock,
         fallback=fallback,
@@ -91,7 +92,7 @@ async def kit(
         async with open_conversation(parts) as conversation, _time_flow(clock, conversation, autojump):
             conversation.subscribe(events.append)
             conversation.subscribe(lambda e: states.append(e.state) if isinstance(e, StateChanged) else None)
-            yield Kit(conversation, llm, speech, clock, journal, states, events)
+            yield Kit(conversation, llm, speech_output, clock, journal, states, events)
     finally:
         journal.close()
 

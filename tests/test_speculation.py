@@ -5,6 +5,7 @@ the user opted in (then on the record)."""
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import AsyncGenerator
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from engine.inbox import UserInput
 from engine.prompt import HistoryPrompt
 from engine.speculation import Speculation
 from engine.speech import SpeechKey
-from engine.testing import FakeLlm, reply
+from engine.testing import FakeLlm, FakeSpeechOutput, VirtualClock, reply
 from tests.engine_kit import Kit, kit
 
 pytestmark = pytest.mark.anyio
@@ -213,3 +214,73 @@ async def test_cancelling_a_turn_that_took_a_reply_generated_ahead_ends_that_gen
         assert spec.ended.is_set()
         assert k.llm.open_streams == 0
         assert k.of_type("turn/end")[0]["outcome"] == "aborted"
+
+
+class PreparingSpeech(FakeSpeechOutput):
+    """A voice that could synthesize a reply's opening ahead: it has "begun" once the text holds a sentence."""
+
+    def __init__(self, clock: VirtualClock, *, ready_at: str = ".") -> None:
+        super().__init__(clock)
+        self.asked: list[tuple[str, bool]] = []
+        self._ready_at = ready_at
+
+    async def prepare(self, text: str, signal: CancelSignal, *, whole: bool = False) -> bool:
+        self.asked.append((text, whole))
+        return self._ready_at in text or whole
+
+
+def _asked(k: Kit) -> list[tuple[str, bool]]:
+    assert isinstance(k.speech, PreparingSpeech)
+    return k.speech.asked
+
+
+async def test_the_voice_is_handed_the_reply_ahead_until_it_has_its_opening(tmp_path: Path) -> None:
+    answer = "Paris is the capital. " + STORY
+    async with kit(tmp_path, [reply(answer)], prompt=NOON, speech=PreparingSpeech) as k:
+        spec = k.conversation.speculate(QUESTION, ahead=True)
+        assert spec is not None
+        spec.rehearse()  # the decision waits: as soon as there is a reply
+        await k.until(lambda: spec.ahead is not None and spec.ahead.pieces >= AHEAD_PIECES, "the reply ahead")
+        texts = [text for text, _whole in _asked(k)]
+        assert texts == ["Paris ", "Paris is ", "Paris is the ", "Paris is the capital. "], "each piece so far"
+        k.submit(QUESTION)
+        await k.until_turn_ended(1)
+        assert len(_asked(k)) == 4
+        assert k.of_type("assistant/message")[0]["text"] == answer
+
+
+async def test_the_voice_is_not_asked_while_the_turn_may_be_decided_at_once(tmp_path: Path) -> None:
+    """Beside the end-of-turn model, a synthesis would take its core and delay the decision it hopes to beat."""
+    async with kit(tmp_path, [reply("Paris is the capital. " + STORY)], prompt=NOON, speech=PreparingSpeech) as k:
+        spec, _ = await _ahead(k)
+        assert _asked(k) == []
+        spec.rehearse()  # the model doubted: now the text so far is handed over at once
+        await k.until(lambda: bool(_asked(k)), "the voice to be asked")
+        assert len(_asked(k)) == 1
+        assert _asked(k)[0][0].startswith("Paris is the capital. ")
+
+
+async def test_a_reply_ahead_that_ended_before_the_decision_waited_is_handed_over_whole(tmp_path: Path) -> None:
+    async with kit(tmp_path, [reply("Paris, of course")], prompt=NOON, speech=PreparingSpeech) as k:
+        spec, ahead = await _ahead(k, pieces=3)
+        await k.until(lambda: ahead.done, "the reply to end")
+        spec.rehearse()
+        await k.until(lambda: bool(_asked(k)), "the voice to be asked")
+        assert _asked(k) == [("Paris, of course", True)]
+        k.submit(QUESTION)
+        await k.until_turn_ended(1)
+        assert k.of_type("assistant/message")[0]["text"] == "Paris, of course"
+        assert len(k.llm.calls) == 1, "the turn took the reply that waited for it"
+
+
+async def test_a_reply_the_turn_has_taken_is_not_prepared_any_more(tmp_path: Path) -> None:
+    """From then on the turn speaks it as it streams, and a synthesis made ahead would only duplicate it."""
+    never = functools.partial(PreparingSpeech, ready_at="never said")
+    async with kit(tmp_path, [reply(STORY)], prompt=NOON, speech=never) as k:
+        spec, _ = await _ahead(k)
+        spec.rehearse()
+        await k.until(lambda: bool(_asked(k)), "the voice to be asked")
+        asked = len(_asked(k))
+        k.submit(QUESTION)
+        await k.until_turn_ended(1)
+        assert len(_asked(k)) == asked

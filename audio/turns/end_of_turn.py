@@ -94,6 +94,8 @@ class TurnEnd:
         probability = await model.predict(audio, pause.signal)
         if utterance.policy is not None:
             self._apply(utterance, utterance.policy.model_said(pause.number, probability))
+        if not utterance.over and pause.speculation is not None:
+            pause.speculation.rehearse()  # the model doubts: the decision waits, the cores are free for the voice
 
     async def _speculate(self, utterance: Utterance, pause: PauseWork) -> None:
         """The final pass at the pause; its words go to the policy, and the conversation reads their request."""

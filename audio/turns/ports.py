@@ -23,6 +23,10 @@ class Prefill(Protocol):
 
     def drop(self) -> None: ...
 
+    def rehearse(self) -> None:
+        """The decision will wait: the voice may synthesize the reply's opening meanwhile."""
+        ...
+
 
 class ConversationPort(Protocol):
     """The conversation as the listening side sees it (engine.conversation.Conversation)."""

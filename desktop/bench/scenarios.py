@@ -44,6 +44,11 @@ class Run:
     def output(self) -> Samples:
         return load_wav(self.out / "output.wav", rate=RATE)
 
+    def reply(self, turn: int) -> str | None:
+        """The whole text the model wrote for `turn` (report.json), of which the journal kept what was heard."""
+        row = next((r for r in self.report.get("turns", []) if r.get("turn") == turn), None)
+        return None if row is None else row.get("generated")
+
 
 @dataclass(frozen=True)
 class Interruption:
@@ -188,7 +193,7 @@ async def heard_word_errors(run: Run, hearing: Hearing) -> list[Heard]:
     output, found = run.output(), []
     for cut in interruptions(run):
         audio = output[round(cut.first_audio_s * RATE) : round(cut.silent_s * RATE)]
-        found.append(await hear(hearing, cut.heard, audio))
+        found.append(await hear(hearing, cut.heard, audio, run.reply(cut.turn)))
     return found
 
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from adapters.contract import CancelSignal
 from engine.silent_speech import SilentSpeech
-from engine.speech import SpeechKey, SpeechOutput, SpokenSegment
+from engine.speech import PreparesSpeech, SpeechKey, SpeechOutput, SpokenSegment
 
 SIMULATED_MS_PER_WORD = 260.0
 
@@ -24,6 +24,12 @@ class FallbackSpeech:
         if turn not in self._turns:
             self._turns[turn] = self.live if self._usable() else self.silent
         return self._turns[turn]
+
+    async def prepare(self, text: str, signal: CancelSignal, *, whole: bool = False) -> bool:
+        """Only the live voice synthesizes ahead; a turn that will be silent has nothing to prepare."""
+        if isinstance(self.live, PreparesSpeech) and self._usable():
+            return await self.live.prepare(text, signal, whole=whole)
+        return True
 
     async def say(self, key: SpeechKey, text: str, signal: CancelSignal) -> None:
         await self._for(key.turn).say(key, text, signal)

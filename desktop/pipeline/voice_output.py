@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import collections
 import itertools
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass, field
+
+import anyio
 
 from adapters.contract import CancelSignal
 from adapters.contract.clock import Clock
-from adapters.contract.speech_io import Synthesizer, WordTiming
+from adapters.contract.speech_io import Synthesizer, SynthSegment, WordTiming
 from adapters.tts.chunker import SpeechChunker
 from adapters.tts.tail import trim_head, trim_tail
 from audio.own_voice import TimedWord
@@ -27,6 +30,16 @@ class _Spoken:
     words: tuple[WordTiming, ...]
     duration_ms: float
     estimated: bool
+
+
+@dataclass(eq=False)
+class _Prepared:
+    """A reply's first segment synthesized before its turn: `pieces` stays None if it was not finished."""
+
+    text: str
+    synth: Synthesizer
+    done: anyio.Event = field(default_factory=anyio.Event)
+    pieces: list[SynthSegment] | None = None
 
 
 @dataclass
@@ -59,10 +72,27 @@ class VoiceOutput:
         self._history: collections.deque[TimedWord] = collections.deque()  # words of released turns
         self._first_heard: dict[int, float] = {}  # of released turns
         self._ids = itertools.count(1)
+        self._prepared: _Prepared | None = None  # the latest reply opening synthesized ahead of its turn
 
     def use(self, synthesizer: Synthesizer) -> None:
         """Speak with another voice from the next phrase on (the app switches between turns)."""
         self._synth = synthesizer
+
+    async def prepare(self, text: str, signal: CancelSignal, *, whole: bool = False) -> bool:
+        """Synthesize the first segment of a reply generated ahead (engine.speech.PreparesSpeech); a turn whose first
+        segment is the same text plays it instead of synthesizing it again."""
+        chunker = SpeechChunker(first_phrase=True)
+        first = [*chunker.feed(text), *(chunker.flush() if whole else [])][:1]
+        if not first or signal.cancelled:
+            return False
+        prepared = self._prepared = _Prepared(first[0].text, self._synth)
+        try:
+            pieces = [piece async for piece in self._synth.stream([prepared.text], signal)]
+            if not signal.cancelled:
+                prepared.pieces = pieces
+        finally:
+            prepared.done.set()
+        return prepared.pieces is not None
 
     async def say(self, key: SpeechKey, text: str, signal: CancelSignal) -> None:
         state = self._turns.setdefault(key.turn, _Turn())
@@ -150,17 +180,35 @@ class VoiceOutput:
     ) -> None:
         """`phrase`: the source ends inside a sentence (the chunker's first phrase), so its closing quiet is cut; the
         turn's first audio loses the quiet Piper opens with, which would only make the user wait."""
+        async with aclosing(self._pieces(state, source, signal)) as pieces:
+            async for piece in pieces:
+                if state.silenced or signal.cancelled or not self._play(state, key, piece, phrase=phrase):
+                    return
+
+    def _play(self, state: _Turn, key: SpeechKey, piece: SynthSegment, *, phrase: bool) -> bool:
+        """Queue one synthesized piece; False when the turn was stopped."""
+        synth = trim_tail(piece) if phrase else piece
+        synth = trim_head(synth) if not state.spoken else synth
+        segment = next(self._ids)
+        if not self._sink.enqueue(key.turn, segment, synth.audio, synth.sample_rate):
+            return False
+        state.spoken.append(_Spoken(key, segment, synth.text, synth.words, synth.duration_ms, synth.estimated))
+        if state.first_audio_at is None:
+            state.first_audio_at = self._clock.now()
+            if self._on_first_audio is not None and state.first_text_at is not None:
+                synth_ms = (state.first_audio_at - state.first_text_at) * 1000
+                self._on_first_audio(key.turn, state.first_audio_at, synth_ms)
+        return True
+
+    async def _pieces(self, state: _Turn, source: str, signal: CancelSignal) -> AsyncGenerator[SynthSegment, None]:
+        """The turn's first segment from its synthesis made ahead, if that was of the same text by the same voice."""
+        prepared = self._prepared
+        if not state.spoken and prepared is not None and (prepared.text, prepared.synth) == (source, self._synth):
+            self._prepared = None
+            await prepared.done.wait()  # under way: one synthesis step
+            if prepared.pieces is not None:
+                for piece in prepared.pieces:
+                    yield piece
+                return
         async for piece in self._synth.stream([source], signal):
-            if state.silenced or signal.cancelled:
-                return
-            synth = trim_tail(piece) if phrase else piece
-            synth = trim_head(synth) if not state.spoken else synth
-            segment = next(self._ids)
-            if not self._sink.enqueue(key.turn, segment, synth.audio, synth.sample_rate):
-                return
-            state.spoken.append(_Spoken(key, segment, synth.text, synth.words, synth.duration_ms, synth.estimated))
-            if state.first_audio_at is None:
-                state.first_audio_at = self._clock.now()
-                if self._on_first_audio is not None and state.first_text_at is not None:
-                    synth_ms = (state.first_audio_at - state.first_text_at) * 1000
-                    self._on_first_audio(key.turn, state.first_audio_at, synth_ms)
+            yield piece

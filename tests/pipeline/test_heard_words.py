@@ -4,8 +4,14 @@ still counted. No models: the transcripts are the ones Whisper gave in bench run
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import pytest
 
+from adapters.testing_speech import FakeTranscriber
+from audio.wav import save_wav
+from desktop.bench.scenarios import RATE, Hearing, Run, heard_word_errors
 from desktop.bench.signals import boundary_word_error, normalise
 
 KEPT = "Once upon a time, in the year"
@@ -62,3 +68,20 @@ def test_kept_words_the_ear_did_not_hear_still_count() -> None:
 def test_a_reply_that_does_not_begin_with_the_kept_words_reads_every_word_heard() -> None:
     assert boundary_word_error(KEPT, "Once upon a time in the year, wouldn't that be?", "Hello there.") == 3
     assert boundary_word_error(KEPT, "Once upon a time in the year, wouldn't that be?") == 3
+
+
+@pytest.mark.anyio
+async def test_the_fixture_runs_ear_reads_past_the_cut_against_the_reply_the_model_wrote(tmp_path: Path) -> None:
+    """The scenario's report keeps each turn's generated text: the words played past the kept ones are read
+    against it, as on PulseAudio, not each counted as an error."""
+    tone = 0.3 * np.sin(2 * np.pi * 220 * np.arange(RATE) / RATE)
+    save_wav(tmp_path / "output.wav", np.concatenate([np.zeros(RATE // 2), tone, np.zeros(RATE)]), RATE)
+    timeline = {"turns": {"1": {"first_audio_s": 0.5, "silent_s": 1.5}}, "says": [{"what": "typed", "at_s": 1.2}]}
+    kept = {"type": "assistant/message", "turn": 1, "step": 1, "text": "The weather today", "interrupted": True}
+    generated = [{"turn": 1, "generated": "The weather today is sunny and warm."}]
+    ear = FakeTranscriber("The weather today is zzz qqq")
+    run = Run(tmp_path, [kept], {"timeline": timeline, "turns": generated})
+    (heard,) = await heard_word_errors(run, Hearing(ear, ear))
+    assert heard.error == 2, "'is' was the reply's next word, 'zzz qqq' what the ear made of the cut 'sunny'"
+    unknown = Run(tmp_path, [kept], {"timeline": timeline, "turns": []})
+    assert [h.error for h in await heard_word_errors(unknown, Hearing(ear, ear))] == [3]

@@ -80,6 +80,7 @@ class Rig:
     llm: FakeLlm
     journal: Journal
     model: FakeEndOfTurnModel
+    voice: Voice
 
     def say(self, name: str, after_s: float = 0.2) -> float:
         """Play a pause fixture into the microphone `after_s` from now; returns when its speech ends (clock)."""
@@ -100,19 +101,23 @@ async def rig(
     probability: float = 0.9,
     statement_wait_ms: int = 1000,
     model_factory: Callable[[VirtualClock], FakeEndOfTurnModel] | None = None,
+    voice: Callable[[VirtualClock], Voice] = lambda _clock: Voice(),
+    min_silence_ms: int | None = None,
 ) -> AsyncIterator[Rig]:
     clock = VirtualClock()
     audio = replace(AudioConfig(), statement_wait_ms=statement_wait_ms, max_turn_wait_ms=2000)
+    audio = audio if min_silence_ms is None else replace(audio, min_silence_ms=min_silence_ms)
     devices = fixture_devices(clock, 16000, output=tmp_path / "output.wav")
     assert devices.files is not None
     assert devices.recording is not None
     llm = FakeLlm([reply(f"Answer {n}. " * 3) for n in range(1, 4)], clock=clock)
     model = FakeEndOfTurnModel(probability) if model_factory is None else model_factory(clock)
+    synthesizer = voice(clock)
     async with clock.autojump():
         pipeline = open_pipeline(
             devices,
             transcriber,
-            Voice(),
+            synthesizer,
             clock,
             audio,
             on_fact=lambda _f: None,
@@ -125,7 +130,7 @@ async def rig(
                 parts = EngineParts(llm=llm, speech=voice.speech, journal=journal, clock=clock)
                 async with open_conversation(parts) as conversation, voice.attached(conversation) as binding:
                     await voice.microphone_open.wait()
-                    yield Rig(Stage(clock, binding, devices.files, devices.recording), llm, journal, model)
+                    yield Rig(Stage(clock, binding, devices.files, devices.recording), llm, journal, model, synthesizer)
 
 
 async def test_a_pause_mid_sentence_stays_one_turn_holding_both_halves(tmp_path: Path) -> None:
@@ -323,3 +328,56 @@ async def test_an_utterance_dropped_is_on_the_record_with_its_reason_span_and_le
         assert dropped["reason"] == reason
         assert dropped["start"] < speech_end <= dropped["end"] + 0.5
         assert -40 < dropped["level_dbfs"] < 0, "the clip's speech level, not its silence"
+
+
+class TimedVoice(Voice):
+    """Notes the clock time at which each segment was made."""
+
+    def __init__(self, clock: VirtualClock) -> None:
+        super().__init__()
+        self.clock, self.made = clock, list[tuple[float, str]]()
+
+    async def stream(self, text: Any, signal: CancelSignal) -> AsyncIterator[Any]:
+        async for segment in super().stream(text, signal):
+            self.made.append((self.clock.now(), segment.text))
+            yield segment
+
+
+async def test_while_a_doubted_turn_waits_its_reply_opening_is_synthesized(tmp_path: Path) -> None:
+    """The model doubts the pause, so the decision waits: the reply generated ahead has its first clause made
+    meanwhile, and the turn plays that rather than making it again after the decision."""
+    async with rig(tmp_path, ByLength([(0.0, WEATHER)]), probability=0.1, statement_wait_ms=600, voice=TimedVoice) as r:
+        r.say("q_weather")
+        await until_quiet(r.stage)
+        (decided,) = r.stage.binding.ears.decisions
+        assert decided.reason == "doubt"
+    voice = r.voice
+    assert isinstance(voice, TimedVoice)
+    first_at, first = voice.made[0]
+    assert first == "Answer 1."
+    assert first_at < decided.at, "made while the decision waited"
+    assert [text for _at, text in voice.made].count("Answer 1.") == 1, "played, not made again"
+
+
+class SlowModel(TimedModel):
+    """Takes a real model's time to answer: long enough for the reply ahead to have its first clause."""
+
+    async def predict(self, samples: Samples, signal: CancelSignal, *, sample_rate: int = ASR_SAMPLE_RATE) -> float:
+        await self.clock.sleep(0.3)
+        return await super().predict(samples, signal, sample_rate=sample_rate)
+
+
+async def test_a_turn_decided_when_the_model_answers_makes_no_audio_before(tmp_path: Path) -> None:
+    """Beside the end-of-turn model a synthesis would only delay the decision (the silence's floor is under the
+    time the model takes, so its answer decides)."""
+    async with rig(
+        tmp_path, ByLength([(0.0, WEATHER)]), model_factory=SlowModel, voice=TimedVoice, min_silence_ms=100
+    ) as r:
+        r.say("q_weather")
+        await until_quiet(r.stage)
+        (decided,) = r.stage.binding.ears.decisions
+        assert decided.reason == "model"
+    voice = r.voice
+    assert isinstance(voice, TimedVoice)
+    assert voice.made
+    assert min(at for at, _text in voice.made) >= decided.at
