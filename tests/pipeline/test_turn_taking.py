@@ -3,7 +3,7 @@ transcripts, a scripted end-of-turn model, the engine's fake LLM (which prefills
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from adapters.contract import CancelSignal, User
-from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Transcript
+from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, SynthSegment, Transcript
 from adapters.runtime.workers import running
 from adapters.testing_speech import FakeSynthesizer, FakeTranscriber
 from adapters.testing_turn import FakeEndOfTurnModel
-from audio.turns.endpoint import PAUSE_SILENCE_MS
+from audio.turns.endpoint import PAUSE_SILENCE_MS, TurnDecided
 from audio.wav import load_wav
 from desktop.assets import fixture
 from desktop.config import AudioConfig
@@ -101,7 +101,7 @@ async def rig(
     probability: float = 0.9,
     statement_wait_ms: int = 1000,
     model_factory: Callable[[VirtualClock], FakeEndOfTurnModel] | None = None,
-    voice: Callable[[VirtualClock], Voice] = lambda _clock: Voice(),
+    voice_factory: Callable[[VirtualClock], Voice] = lambda _clock: Voice(),
     min_silence_ms: int | None = None,
 ) -> AsyncIterator[Rig]:
     clock = VirtualClock()
@@ -112,7 +112,7 @@ async def rig(
     assert devices.recording is not None
     llm = FakeLlm([reply(f"Answer {n}. " * 3) for n in range(1, 4)], clock=clock)
     model = FakeEndOfTurnModel(probability) if model_factory is None else model_factory(clock)
-    synthesizer = voice(clock)
+    synthesizer = voice_factory(clock)
     async with clock.autojump():
         pipeline = open_pipeline(
             devices,
@@ -146,9 +146,7 @@ async def test_a_pause_mid_sentence_stays_one_turn_holding_both_halves(tmp_path:
 
 async def test_a_complete_question_is_decided_without_waiting_for_the_maximum(tmp_path: Path) -> None:
     async with rig(tmp_path, ByLength([(0.0, WEATHER)])) as r:
-        r.say("q_weather")
-        await until_quiet(r.stage)
-        (decided,) = r.stage.binding.ears.decisions
+        decided = await _decided(r, "q_weather")
         assert decided.reason == "model"
         (metrics,) = r.of("metrics/turn")
         assert metrics["eot_ms"] < 2000, "the maximum wait (2 s) did not end it"
@@ -161,13 +159,19 @@ async def test_the_final_pass_is_made_before_the_pause_opens(tmp_path: Path) -> 
     heard = ByLength([(0.0, WEATHER)])
     async with rig(tmp_path, heard) as r:
         heard.clock = r.stage.clock
-        r.say("q_weather")
-        await until_quiet(r.stage)
-        (decided,) = r.stage.binding.ears.decisions
+        decided = await _decided(r, "q_weather")
         assert [e["text"] for e in r.of("user/message")] == [WEATHER]
     opened = decided.speech_ended_at + PAUSE_SILENCE_MS / 1000  # the VAD can tell the pause no sooner
     assert heard.began, "no pass at all"
     assert max(heard.began) < opened, f"a pass began at {max(heard.began) - decided.speech_ended_at:.3f} s"
+
+
+async def _decided(r: Rig, name: str) -> TurnDecided:
+    """Say a pause fixture, wait until all is quiet, and give the one decision its utterance had."""
+    r.say(name)
+    await until_quiet(r.stage)
+    (decided,) = r.stage.binding.ears.decisions
+    return decided
 
 
 class TimedModel(FakeEndOfTurnModel):
@@ -187,9 +191,7 @@ async def test_the_end_of_turn_model_waits_for_the_final_pass(tmp_path: Path) ->
     heard = ByLength([(0.0, WEATHER)])
     async with rig(tmp_path, heard, model_factory=TimedModel) as r:
         heard.clock, heard.pass_s = r.stage.clock, 0.3  # a real pass takes about this long
-        r.say("q_weather")
-        await until_quiet(r.stage)
-        (decided,) = r.stage.binding.ears.decisions
+        decided = await _decided(r, "q_weather")
         assert decided.reason == "model"
     model = r.model
     assert isinstance(model, TimedModel)
@@ -337,7 +339,7 @@ class TimedVoice(Voice):
         super().__init__()
         self.clock, self.made = clock, list[tuple[float, str]]()
 
-    async def stream(self, text: Any, signal: CancelSignal) -> AsyncIterator[Any]:
+    async def stream(self, text: Any, signal: CancelSignal) -> AsyncGenerator[SynthSegment, None]:
         async for segment in super().stream(text, signal):
             self.made.append((self.clock.now(), segment.text))
             yield segment
@@ -346,10 +348,10 @@ class TimedVoice(Voice):
 async def test_while_a_doubted_turn_waits_its_reply_opening_is_synthesized(tmp_path: Path) -> None:
     """The model doubts the pause, so the decision waits: the reply generated ahead has its first clause made
     meanwhile, and the turn plays that rather than making it again after the decision."""
-    async with rig(tmp_path, ByLength([(0.0, WEATHER)]), probability=0.1, statement_wait_ms=600, voice=TimedVoice) as r:
-        r.say("q_weather")
-        await until_quiet(r.stage)
-        (decided,) = r.stage.binding.ears.decisions
+    async with rig(
+        tmp_path, ByLength([(0.0, WEATHER)]), probability=0.1, statement_wait_ms=600, voice_factory=TimedVoice
+    ) as r:
+        decided = await _decided(r, "q_weather")
         assert decided.reason == "doubt"
     voice = r.voice
     assert isinstance(voice, TimedVoice)
@@ -371,11 +373,9 @@ async def test_a_turn_decided_when_the_model_answers_makes_no_audio_before(tmp_p
     """Beside the end-of-turn model a synthesis would only delay the decision (the silence's floor is under the
     time the model takes, so its answer decides)."""
     async with rig(
-        tmp_path, ByLength([(0.0, WEATHER)]), model_factory=SlowModel, voice=TimedVoice, min_silence_ms=100
+        tmp_path, ByLength([(0.0, WEATHER)]), model_factory=SlowModel, voice_factory=TimedVoice, min_silence_ms=100
     ) as r:
-        r.say("q_weather")
-        await until_quiet(r.stage)
-        (decided,) = r.stage.binding.ears.decisions
+        decided = await _decided(r, "q_weather")
         assert decided.reason == "model"
     voice = r.voice
     assert isinstance(voice, TimedVoice)
