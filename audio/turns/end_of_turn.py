@@ -94,8 +94,13 @@ class TurnEnd:
         probability = await model.predict(audio, pause.signal)
         if utterance.policy is not None:
             self._apply(utterance, utterance.policy.model_said(pause.number, probability))
+        self._rehearse(utterance, pause)  # the model doubts: the decision waits, the cores are free for the voice
+
+    @staticmethod
+    def _rehearse(utterance: Utterance, pause: PauseWork) -> None:
+        """The turn is still undecided: let the voice make the reply's first clause meanwhile."""
         if not utterance.over and pause.speculation is not None:
-            pause.speculation.rehearse()  # the model doubts: the decision waits, the cores are free for the voice
+            pause.speculation.rehearse()
 
     async def _speculate(self, utterance: Utterance, pause: PauseWork) -> None:
         """The final pass at the pause; its words go to the policy, and the conversation reads their request."""
@@ -113,6 +118,8 @@ class TurnEnd:
         if utterance.policy is not None:
             until = utterance.transcript.covered_until or pause.words_at
             self._apply(utterance, utterance.policy.heard(words.text if said else "", until))
+        if self._turn_taking().model is None:
+            self._rehearse(utterance, pause)  # no model to wait for: the decision waits on silence alone
 
     def _end(self, utterance: Utterance, ended: TurnDecided) -> None:
         utterance.over = True

@@ -79,7 +79,7 @@ class Rig:
     stage: Stage
     llm: FakeLlm
     journal: Journal
-    model: FakeEndOfTurnModel
+    model: FakeEndOfTurnModel | None
     voice: Voice
 
     def say(self, name: str, after_s: float = 0.2) -> float:
@@ -100,7 +100,7 @@ async def rig(
     *,
     probability: float = 0.9,
     statement_wait_ms: int = 1000,
-    model_factory: Callable[[VirtualClock], FakeEndOfTurnModel] | None = None,
+    model_factory: Callable[[VirtualClock], FakeEndOfTurnModel | None] | None = None,
     voice_factory: Callable[[VirtualClock], Voice] = lambda _clock: Voice(),
     min_silence_ms: int | None = None,
 ) -> AsyncIterator[Rig]:
@@ -112,6 +112,7 @@ async def rig(
     assert devices.recording is not None
     llm = FakeLlm([reply(f"Answer {n}. " * 3) for n in range(1, 4)], clock=clock)
     model = FakeEndOfTurnModel(probability) if model_factory is None else model_factory(clock)
+    audio = audio if model is not None else replace(audio, turn_model=False)  # no default model either
     synthesizer = voice_factory(clock)
     async with clock.autojump():
         pipeline = open_pipeline(
@@ -353,7 +354,21 @@ async def test_while_a_doubted_turn_waits_its_reply_opening_is_synthesized(tmp_p
     ) as r:
         decided = await _decided(r, "q_weather")
         assert decided.reason == "doubt"
-    voice = r.voice
+    _made_before(r.voice, decided)
+
+
+async def test_without_an_end_of_turn_model_the_reply_opening_is_made_during_the_wait(tmp_path: Path) -> None:
+    """With no model the turn waits on silence alone (no_model_wait_ms): that wait is used the same way."""
+    async with rig(
+        tmp_path, ByLength([(0.0, WEATHER)]), model_factory=lambda _clock: None, voice_factory=TimedVoice
+    ) as r:
+        decided = await _decided(r, "q_weather")
+        assert decided.reason == "no_model"
+    _made_before(r.voice, decided)
+
+
+def _made_before(voice: Voice, decided: TurnDecided) -> None:
+    """The reply's first clause was made before the decision, and played rather than made again."""
     assert isinstance(voice, TimedVoice)
     first_at, first = voice.made[0]
     assert first == "Answer 1."
