@@ -10,7 +10,9 @@ A level floor keeps what follows a person's words from prolonging them: a window
 own recent speech (a breath in after a sentence) goes on a silence that has begun even where Silero hears voice,
 and starts no speech, so the pause that asks "is the turn over?" opens when the words end, not after the breath.
 The peak rises only on the user's speech (not while a reply plays, when the room may hold Parley's echo) and
-falls away in silence.
+falls away in silence. Such a window continues a silence Silero has begun; it begins one itself only where Silero
+doubts it too (`floor_doubt`): some people's words end in a soft tail Silero rates just over its threshold, while
+the closures inside words are as faint but certain speech to it.
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ class VadConfig:
     gate_hold_ms: float = 500.0  # ... once the quiet has lasted this long outside speech
     floor_below_peak_db: float | None = 30.0  # windows this far under the speech peak are silence (None: never)
     floor_decay_db_per_s: float = 3.0  # the peak falls this fast, so the floor is gone after a few silent seconds
+    floor_doubt: float = 0.7  # a window under the floor that Silero rates below this begins a silence (a soft tail)
 
 
 class Vad:
@@ -199,8 +202,8 @@ class Vad:
         return self._model.probability(window)
 
     def _step(self, probability: float, at: float, *, faint: bool = False) -> SpeechStarted | SpeechEnded | None:
-        """`faint` windows never start speech, and go on a silence Silero has heard for FAINT_GOES_ON_AFTER windows
-        (they start none: the soft gaps between words stay bridged by its hysteresis, and are never told)."""
+        """`faint` windows never start speech, and go on a silence Silero has heard for FAINT_GOES_ON_AFTER windows,
+        or begin one where Silero doubts them too (the soft gaps inside words, which it is sure of, stay bridged)."""
         self.last_probability = probability
         config = self.config
         low = config.neg_threshold if config.neg_threshold is not None else max(config.threshold - 0.15, 0.01)
@@ -208,7 +211,8 @@ class Vad:
         self.voiced_ms = self.voiced_ms + WINDOW * 1000 / RATE if voiced else 0.0
         # in silence, a run counts speech windows; in speech, a run counts silent windows
         if self._speaking:
-            hit = probability < low or (faint and self._run_windows >= FAINT_GOES_ON_AFTER)
+            begun = self._run_windows >= FAINT_GOES_ON_AFTER or probability < config.floor_doubt
+            hit = probability < low or (faint and begun)
         else:
             hit = probability >= config.threshold and not faint
         if not hit:
