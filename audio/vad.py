@@ -202,12 +202,13 @@ class Vad:
         return self._model.probability(window)
 
     def _step(self, probability: float, at: float, *, faint: bool = False) -> SpeechStarted | SpeechEnded | None:
-        """`faint` windows never start speech, and go on a silence Silero has heard for FAINT_GOES_ON_AFTER windows,
-        or begin one where Silero doubts them too (the soft gaps inside words, which it is sure of, stay bridged)."""
+        """`faint` windows never start speech nor count as voiced (a barge-in), and go on a silence Silero has heard
+        for FAINT_GOES_ON_AFTER windows, or begin one where Silero doubts them too (the soft gaps inside words, which
+        it is sure of, stay bridged)."""
         self.last_probability = probability
         config = self.config
         low = config.neg_threshold if config.neg_threshold is not None else max(config.threshold - 0.15, 0.01)
-        voiced = probability >= config.threshold or (self.voiced_ms > 0 and probability >= low)
+        voiced = not faint and (probability >= config.threshold or (self.voiced_ms > 0 and probability >= low))
         self.voiced_ms = self.voiced_ms + WINDOW * 1000 / RATE if voiced else 0.0
         # in silence, a run counts speech windows; in speech, a run counts silent windows
         if self._speaking:

@@ -288,6 +288,22 @@ def test_a_soft_tail_silero_doubts_ends_the_words() -> None:
     assert late(VadConfig(min_silence_ms=100, floor_doubt=0.0)) > 0.17  # the tail, as Silero alone hears it
 
 
+def test_the_soft_tail_after_the_words_is_no_barge_in() -> None:
+    """The turn may be decided while the tail still sounds: its windows count as no speech, so the reply just
+    begun is not taken for interrupted by the user's own breath (a turn lost with no answer)."""
+    from desktop.bench.real_speech import sentences
+
+    clip = next(c for c in sentences() if c.name == "spk2_snt5")
+    for lead in ALIGNMENTS:
+        padded = np.concatenate([np.zeros(lead, np.float32), clip.audio, np.zeros(RATE, np.float32)])
+        vad, ends, voiced = Vad(VadConfig(min_silence_ms=100)), list[float](), list[tuple[float, float]]()
+        for frame in _frames(padded, at=0.0):
+            ends += [e.at for e in vad.feed(frame) if isinstance(e, SpeechEnded)]
+            voiced.append((vad.processed_until, vad.voiced_ms))
+        after = [ms for until, ms in voiced if until > ends[-1] + WINDOW / RATE]
+        assert max(after) < BargeInDetector.__init__.__kwdefaults__["min_speech_ms"], lead
+
+
 def test_the_doubted_floor_adds_no_pause_inside_a_sentence() -> None:
     """Soft gaps inside words (a stop's closure) are as far under the voice, but Silero is sure of them: the
     floor cuts no read sentence where Silero's own silences do not."""
