@@ -129,9 +129,14 @@ class PlayoutCore:
             return not self._queue and not self._paused
 
     def played_ms(self, turn: int, key: SegmentId, now: float) -> float:
+        """Heard by `now`; for a stopped turn, all that was handed out: the device plays what it holds, so a reply
+        closed at once after its stop keeps the word still sounding in it."""
         with self._lock:
             segment = self._segments.get(turn, {}).get(key)
-            return 0.0 if segment is None else self._played(segment, now) * 1000.0 / self.rate
+            if segment is None:
+                return 0.0
+            played = segment.handed if turn in self._stopped else self._played(segment, now)
+            return played * 1000.0 / self.rate
 
     def progress(self, turn: int, now: float) -> dict[SegmentId, SegmentProgress]:
         with self._lock:

@@ -92,6 +92,7 @@ async def test_stop_reports_the_heard_part_and_drops_late_segments(kind: str, re
         assert heard["a"] == pytest.approx(200.0, abs=1.0)
         assert 0.0 < heard["b"] < 1000.0
         assert not h.sink.enqueue(5, "c", tone(0.1, rate)), "a stopped turn takes no more audio"
+        assert h.sink.played_ms(5, "b") == pytest.approx(heard["b"], abs=1.0), "what the device holds counts at once"
         await h.sleep(0.1)
         assert h.sink.played_ms(5, "b") == pytest.approx(heard["b"], abs=1.0), "silent at once, cursor exact"
         await h.sink.drain(6)
