@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.tts.chunker import SpeechChunker, SpeechSegment
+from adapters.tts.chunker import MARK_GOES_ON, SETTLED_MARKS, SpeechChunker, SpeechSegment
 from adapters.tts.speakable import to_speakable
 
 
@@ -117,6 +119,34 @@ def test_text_without_punctuation_is_cut_at_a_space_within_the_bound() -> None:
     assert all(not segment.strip().endswith("wor") for segment in segments)
 
 
+def test_the_first_segment_ends_at_a_mark_after_a_word_without_waiting() -> None:
+    """The model's next token is no longer waited for: it cannot take the comma into a word."""
+    chunker = SpeechChunker()
+    assert chunker.feed("Once upon a time,") == [SpeechSegment("Once upon a time,", 0)]
+    assert chunker.feed(" there was a dragon, and") == [], "later segments end at sentence ends only"
+    assert SpeechChunker().feed("Hi!") == [SpeechSegment("Hi!", 0)]
+
+
+@pytest.mark.parametrize("text", ["Now it costs 3,", "Two words,", "See x.org/a?", "Mail a@b,", "Use snake_case,"])
+def test_a_mark_after_a_number_an_address_or_too_few_words_still_waits(text: str) -> None:
+    assert SpeechChunker().feed(text) == []
+
+
+def test_a_closer_or_mark_that_came_with_it_stays_in_the_first_segment() -> None:
+    assert chunk('"Hello there friend," she said. Yes.') == ['"Hello there friend,"', " she said.", " Yes."]
+    assert chunk("Wow, really?! Yes.") == ["Wow, really?!", " Yes."]
+
+
+def _split_after_a_settled_mark(parts: list[str]) -> bool:
+    """A delta ended just after a letter and a mark the first segment may end at, and a closer or another mark
+    came next: streamed, the first segment ended at the mark; whole, after what followed it."""
+    text, ends = "".join(parts), itertools.accumulate(len(part) for part in parts)
+    return any(
+        2 <= at < len(text) and text[at - 2].isalpha() and text[at - 1] in SETTLED_MARKS and text[at] in MARK_GOES_ON
+        for at in ends
+    )
+
+
 ALPHABET = st.sampled_from([*"ab .,;:!?\n-*`#1230", "Dr.", "e.g.", "3.14", " - ", "🎉", "**", " is ", " in", "and"])
 
 
@@ -137,7 +167,8 @@ def test_segments_are_an_exact_prefix_however_the_deltas_fall(
     assert not to_speakable(text[len(joined) :]).has_words
     assert [s.start for s in segments] == [sum(len(x.text) for x in segments[:i]) for i in range(len(segments))]
     assert all(segment.speakable.has_words for segment in segments)
-    assert [s.text for s in segments] == chunk(text, max_chars=max_chars, first_phrase=first_phrase)
+    if not _split_after_a_settled_mark(parts):
+        assert [s.text for s in segments] == chunk(text, max_chars=max_chars, first_phrase=first_phrase)
     assert all(len(s.text) - s.speakable.first_word_at() <= max_chars for s in segments)
     assert not any(s.phrase for s in segments[1:]), "only a reply's first segment may be a phrase"
 

@@ -9,7 +9,11 @@ with (adapters.tts.tail).
 Segments are exact, contiguous slices of the generated text: concatenated, they give back the text
 fed so far (less a trailing part with nothing to say), so the words heard are always a word-wise
 prefix of the reply. A boundary is only taken once the character after it has arrived, which is
-what keeps "3.14", "e.g.", "U.S.", URLs and e-mail addresses whole across deltas.
+what keeps "3.14", "e.g.", "U.S.", URLs and e-mail addresses whole across deltas. One exception, for the first
+audio: the first segment may end at a comma, semicolon, question or exclamation mark right after a letter of a
+plain word ("Once upon a time,") as soon as the mark comes; nothing after it could take it into a word, and
+waiting for the next token would hold the first audio back by one. (Had a closing quote or another mark come
+with it, the boundary would have been after those.)
 """
 
 from __future__ import annotations
@@ -35,6 +39,11 @@ _CLOSERS = "\"'\u201d\u2019)]*_`"  # quotes (straight and curly), brackets, mark
 _SENTENCE = re.compile(rf"[.!?…]+[{re.escape(_CLOSERS)}]*(?=\s)|\n")
 _CLAUSE = re.compile(rf"[,;:][{re.escape(_CLOSERS)}]*(?=\s)|\s[-\u2013\u2014](?=\s)|\u2014(?=\S)")  # en and em dashes
 _LAST_TOKEN = re.compile(r"(\S+)$")
+SETTLED_MARKS = ",;!?"  # right after a letter, these end the first segment as soon as they come ...
+MARK_GOES_ON = _CLOSERS + ",;:!?.…"  # ... unless one of these came with them
+_SETTLED = re.compile(rf"(?<=[^\W\d_])[{SETTLED_MARKS}](?![{re.escape(MARK_GOES_ON)}])")
+_SENTENCE_MARKS = "!?"  # of those, the ones that end a sentence: they need no words before them
+_ADDRESS = re.compile(r"[./@:=&#_\\]")  # a word holding these is an address or a path ("a.b?c"): no early end
 _WORD = re.compile(r"\w+")
 _TOKEN = re.compile(r"\S+")
 _INITIALISM = re.compile(r"^(?:[A-Za-z]\.){2,}$|^[A-Z]\.$")
@@ -127,6 +136,7 @@ class SpeechChunker:
         phrase = None
         if self._emitted == 0 and self._first_clause_words is not None:
             ends.append(_clause_end(window, start, self._first_clause_words))
+            ends.append(_settled_end(self._buffer, start, len(window), self._first_clause_words))
             phrase = _phrase_end(window, start) if self._first_phrase else None
         found = [end for end in [*ends, phrase] if end is not None]
         if found:
@@ -154,6 +164,19 @@ def _clause_end(window: str, search_from: int, min_words: int) -> int | None:
     return None
 
 
+def _settled_end(text: str, search_from: int, limit: int, min_words: int) -> int | None:
+    """The end of the first settled mark (`_SETTLED`) before `limit` that is not in an address, with `min_words`
+    before it if it is a clause mark; the character after it need not have come."""
+    for match in _SETTLED.finditer(text, search_from):
+        if match.end() > limit:
+            break
+        word = text[: match.start()].split()[-1]
+        enough = match.group() in _SENTENCE_MARKS or len(_WORD.findall(text[: match.start()])) >= min_words
+        if enough and not _ADDRESS.search(word):
+            return match.end()
+    return None
+
+
 def _phrase_end(window: str, search_from: int) -> int | None:
     """The end of the word before a phrase's opening word ("The time| is"), once that word is whole (the character
     after it has come), with PHRASE_WORDS words before it and no punctuation between the two."""
@@ -162,7 +185,8 @@ def _phrase_end(window: str, search_from: int) -> int | None:
     for index in range(fewest, min(most, len(tokens) - 1) + 1):
         before, opener = tokens[index - 1], tokens[index]
         whole = opener.end() < len(window)
-        if whole and opener.group() in PHRASE_OPENERS and before.group()[-1].isalnum():
+        same_line = "\n" not in window[before.end() : opener.start()]
+        if whole and same_line and opener.group() in PHRASE_OPENERS and before.group()[-1].isalnum():
             return before.end()
     return None
 
