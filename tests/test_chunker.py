@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.tts.chunker import MARK_GOES_ON, SETTLED_MARKS, SpeechChunker, SpeechSegment
+from adapters.tts.chunker import MARK_GOES_ON, PHRASE_OPENERS, SETTLED_MARKS, SpeechChunker, SpeechSegment
 from adapters.tts.speakable import to_speakable
 
 
@@ -58,11 +59,13 @@ def test_the_first_phrase_ends_before_a_word_that_opens_the_next(text: str, firs
     assert (segments[0].text, segments[0].phrase) == (first, phrase)
 
 
-def test_a_phrase_boundary_waits_for_the_whole_opening_word() -> None:
+def test_a_phrase_boundary_is_taken_as_its_opening_word_comes() -> None:
+    """A model's token " is" is the word "is": the first audio does not wait for the token after it."""
     chunker = SpeechChunker(first_phrase=True)
-    assert chunker.feed("The time is") == [], "'is' may still become 'island'"
-    assert chunker.feed(" 9") == [SpeechSegment("The time", 0, phrase=True)]
-    assert chunker.feed(":02 PM. And") == [SpeechSegment(" is 9:02 PM.", 8)]
+    assert chunker.feed("The time") == []
+    assert chunker.feed(" is") == [SpeechSegment("The time", 0, phrase=True)]
+    assert chunker.feed(" 9:02 PM. And") == [SpeechSegment(" is 9:02 PM.", 8)]
+    assert SpeechChunker(first_phrase=True).feed("The island") == [], "a whole word that is no opener opens nothing"
 
 
 def test_later_segments_end_only_at_sentence_ends() -> None:
@@ -137,14 +140,21 @@ def test_a_closer_or_mark_that_came_with_it_stays_in_the_first_segment() -> None
     assert chunk("Wow, really?! Yes.") == ["Wow, really?!", " Yes."]
 
 
-def _split_after_a_settled_mark(parts: list[str]) -> bool:
-    """A delta ended just after a letter and a mark the first segment may end at, and a closer or another mark
-    came next: streamed, the first segment ended at the mark; whole, after what followed it."""
-    text, ends = "".join(parts), itertools.accumulate(len(part) for part in parts)
-    return any(
-        2 <= at < len(text) and text[at - 2].isalpha() and text[at - 1] in SETTLED_MARKS and text[at] in MARK_GOES_ON
-        for at in ends
-    )
+def _cut_before_what_followed(parts: list[str]) -> bool:
+    """A delta ended where the streamed chunker may end the first segment without the next character, and that
+    character would have moved the end: a closer or mark after a settled mark, or a letter after an opening
+    word ("is" + "land"). Whole, the text is cut where that character says."""
+    text = "".join(parts)
+    for at in itertools.accumulate(len(part) for part in parts):
+        if not 2 <= at < len(text):
+            continue
+        head, after = text[:at], text[at]
+        settled = head[-2].isalpha() and head[-1] in SETTLED_MARKS and after in MARK_GOES_ON
+        word = re.search(r"(\S+)$", head)
+        opener = word is not None and word.group(1) in PHRASE_OPENERS and not after.isspace()
+        if settled or opener:
+            return True
+    return False
 
 
 ALPHABET = st.sampled_from([*"ab .,;:!?\n-*`#1230", "Dr.", "e.g.", "3.14", " - ", "🎉", "**", " is ", " in", "and"])
@@ -167,7 +177,7 @@ def test_segments_are_an_exact_prefix_however_the_deltas_fall(
     assert not to_speakable(text[len(joined) :]).has_words
     assert [s.start for s in segments] == [sum(len(x.text) for x in segments[:i]) for i in range(len(segments))]
     assert all(segment.speakable.has_words for segment in segments)
-    if not _split_after_a_settled_mark(parts):
+    if not _cut_before_what_followed(parts):
         assert [s.text for s in segments] == chunk(text, max_chars=max_chars, first_phrase=first_phrase)
     assert all(len(s.text) - s.speakable.first_word_at() <= max_chars for s in segments)
     assert not any(s.phrase for s in segments[1:]), "only a reply's first segment may be a phrase"

@@ -9,11 +9,11 @@ with (adapters.tts.tail).
 Segments are exact, contiguous slices of the generated text: concatenated, they give back the text
 fed so far (less a trailing part with nothing to say), so the words heard are always a word-wise
 prefix of the reply. A boundary is only taken once the character after it has arrived, which is
-what keeps "3.14", "e.g.", "U.S.", URLs and e-mail addresses whole across deltas. One exception, for the first
-audio: the first segment may end at a comma, semicolon, question or exclamation mark right after a letter of a
-plain word ("Once upon a time,") as soon as the mark comes; nothing after it could take it into a word, and
-waiting for the next token would hold the first audio back by one. (Had a closing quote or another mark come
-with it, the boundary would have been after those.)
+what keeps "3.14", "e.g.", "U.S.", URLs and e-mail addresses whole across deltas. Two exceptions, for the first
+audio, which would otherwise wait one token more: the first segment may end at a comma, semicolon, question or
+exclamation mark right after a letter of a plain word ("Once upon a time,") as soon as the mark comes (nothing
+after it could take it into a word; had a closing quote or another mark come with it, the boundary would have
+been after those), and before a phrase's opening word as soon as that word comes (`_phrase_end`).
 """
 
 from __future__ import annotations
@@ -137,7 +137,8 @@ class SpeechChunker:
         if self._emitted == 0 and self._first_clause_words is not None:
             ends.append(_clause_end(window, start, self._first_clause_words))
             ends.append(_settled_end(self._buffer, start, len(window), self._first_clause_words))
-            phrase = _phrase_end(window, start) if self._first_phrase else None
+            ends_here = len(window) == len(self._buffer)  # the window ends where the text so far does
+            phrase = _phrase_end(window, start, ends_here) if self._first_phrase else None
         found = [end for end in [*ends, phrase] if end is not None]
         if found:
             end = min(found)
@@ -177,14 +178,16 @@ def _settled_end(text: str, search_from: int, limit: int, min_words: int) -> int
     return None
 
 
-def _phrase_end(window: str, search_from: int) -> int | None:
-    """The end of the word before a phrase's opening word ("The time| is"), once that word is whole (the character
-    after it has come), with PHRASE_WORDS words before it and no punctuation between the two."""
+def _phrase_end(window: str, search_from: int, ends_here: bool) -> int | None:
+    """The end of the word before a phrase's opening word ("The time| is"), with PHRASE_WORDS words before it and
+    no punctuation between the two. The opening word is taken as it comes (`ends_here`: it ends the text so far):
+    a model's tokens keep common words whole, so " is" is "is", not the start of "island"; were it one, the cut
+    would fall before a noun, a phrase break that only sounds a little early."""
     fewest, most = PHRASE_WORDS
     tokens = list(_TOKEN.finditer(window, search_from))
     for index in range(fewest, min(most, len(tokens) - 1) + 1):
         before, opener = tokens[index - 1], tokens[index]
-        whole = opener.end() < len(window)
+        whole = opener.end() < len(window) or ends_here
         same_line = "\n" not in window[before.end() : opener.start()]
         if whole and same_line and opener.group() in PHRASE_OPENERS and before.group()[-1].isalnum():
             return before.end()

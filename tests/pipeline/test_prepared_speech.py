@@ -43,9 +43,9 @@ async def test_a_first_clause_prepared_ahead_is_played_not_synthesized_again() -
     clock, sink, synth, voice = _voice()
     async with clock.autojump():
         await sink.start()
-        assert not await voice.prepare("The weather today is", CancelSignal()), "its first phrase may go on"
+        assert not await voice.prepare("The weather today", CancelSignal()), "its first phrase may go on"
         assert synth.spoken == []
-        assert await voice.prepare("The weather today is ", CancelSignal())
+        assert await voice.prepare("The weather today is", CancelSignal())
         assert synth.spoken == ["The weather today"]
         heard = await _speak(clock, sink, voice, REPLY)
         await sink.close()
