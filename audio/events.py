@@ -77,6 +77,8 @@ class EchoRunDropped:
 
     at: float
     end: float
+    level_dbfs: float | None = None  # what the VAD heard of it, after the canceller (None: digital silence)
+    why: str = ""  # the evidence, in words
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import itertools
 import logging
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -23,6 +24,7 @@ from audio.events import (
     SpeechEnded,
     SpeechStarted,
 )
+from audio.levels import speech_level_dbfs
 from audio.ports import RATE, AudioSource, Frame, Paced
 from audio.protection import EchoMonitor
 from audio.vad import Vad
@@ -265,7 +267,7 @@ class Listener:
             if isinstance(event, SpeechStarted) and self._echo_run(event.at, now):
                 self._held = event
             elif isinstance(event, SpeechEnded) and self._held is not None:
-                on_event(EchoRunDropped(self._held.at, event.at))
+                on_event(self._echo_dropped(self._held.at, event.at))
                 self._held = None
                 self.echo_runs += 1
             else:
@@ -275,8 +277,22 @@ class Listener:
             on_event(held)
 
     def _echo_run(self, start: float, end: float) -> bool:
+        return self._echo_evidence(start, end) is not None
+
+    def _echo_evidence(self, start: float, end: float) -> str | None:
+        """Why [start, end) is the assistant's echo, in words; None when it may be a voice of the room's."""
         unexplained = self.unexplained(start, end)
-        return (unexplained is not None and unexplained < ECHO_RUN_UNEXPLAINED) or self._canceller_made(start, end)
+        if unexplained is not None and unexplained < ECHO_RUN_UNEXPLAINED:
+            return f"the played signal explains {100 * (1 - unexplained):.0f}% of the microphone's power"
+        if self._canceller_made(start, end):
+            return f"the canceller's output is {-self.suppression_db(start, end):.0f} dB louder than the microphone"
+        return None
+
+    def _echo_dropped(self, start: float, end: float) -> EchoRunDropped:
+        """The record of a run dropped as echo: its level as the VAD heard it, and the evidence at its end."""
+        level = speech_level_dbfs(self._clean.audio(start, end)[1])
+        why = self._echo_evidence(start, end) or "the played signal explained it while it lasted"
+        return EchoRunDropped(start, end, round(level, 1) if math.isfinite(level) else None, why)
 
     def _canceller_made(self, start: float, end: float) -> bool:
         """The cleaned audio of [start, end) is far louder than what the microphone heard: no voice of the room's

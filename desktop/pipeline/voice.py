@@ -403,7 +403,14 @@ class VoicePipeline:
         elif isinstance(event, OnsetPaused | OnsetResumed):
             self._onset(event)
         elif isinstance(event, EchoRunDropped):  # on the record like any speech the ears do not take
-            self._record("utterance/dropped", reason="echo", detail="", start=event.at, end=event.end)
+            self._record(
+                "utterance/dropped",
+                reason="echo",
+                detail=event.why,
+                start=event.at,
+                end=event.end,
+                level_dbfs=event.level_dbfs,
+            )
         elif self._binding is not None and self._listening and self.unheard is None:
             self._binding.ears.on_event(event)
 

@@ -12,8 +12,9 @@ import pytest
 
 from audio.aec import EchoCanceller
 from audio.bargein import BargeInDetector
-from audio.events import BargeIn, OnsetPaused, OnsetResumed, SpeechStarted
+from audio.events import BargeIn, EchoRunDropped, OnsetPaused, OnsetResumed, SpeechStarted
 from audio.fixtures import EchoMixer, FileSource, RecordingSink
+from audio.levels import speech_level_dbfs
 from audio.listen import Listener, ListenEvent
 from audio.ports import RATE
 from audio.vad import Vad, VadConfig
@@ -138,3 +139,30 @@ async def test_an_echo_half_a_second_late_is_not_taken_for_the_user(
     assert listener.path.delay_chunks is not None
     assert listener.path.delay_chunks >= 50, "the late echo was found"
     assert own == [], f"Parley took its own voice on a moved path for the user at {own}"
+
+
+async def test_a_speech_run_dropped_as_echo_is_told_with_its_level_and_evidence(assistant_speech: np.ndarray) -> None:
+    """Never silently: with no canceller the VAD hears the reply's echo as speech; the listener drops that run and
+    says how loud it was and why it is Parley's own voice (issue 36: what the ears drop is on the record)."""
+    clock = VirtualClock()
+    sink = RecordingSink(clock, rate=RATE, latency_s=0.03)
+    mic = EchoMixer(FileSource(clock), sink, gain=1.0, delay_s=0.04)
+    detector = BargeInDetector(sink, clock, min_speech_ms=64)
+    canceller = EchoCanceller(sink.tap(), enabled=False)  # passes the echo through
+    listener = Listener(mic, Vad(VadConfig(min_silence_ms=600)), echo=canceller, barge_in=detector)
+    seen: list[ListenEvent] = []
+    async with clock.autojump():
+        await sink.start()
+        await mic.start()
+        listening = asyncio_task(listener.run(seen.append))
+        detector.arm()
+        sink.enqueue(1, "reply", assistant_speech)
+        await _until(clock, lambda: any(isinstance(e, EchoRunDropped) for e in seen), 2 * len(assistant_speech) / RATE)
+        await mic.close()
+        await listening
+        await sink.close()
+    assert not [e for e in seen if isinstance(e, (SpeechStarted, BargeIn))], "the echo became no speech"
+    (dropped,) = [e for e in seen if isinstance(e, EchoRunDropped)]
+    assert dropped.end - dropped.at > 0.5 * len(assistant_speech) / RATE
+    assert dropped.level_dbfs == pytest.approx(speech_level_dbfs(assistant_speech), abs=3.0)
+    assert "played signal explains" in dropped.why
