@@ -5,7 +5,8 @@ become a user turn), every user utterance interrupts it, and the output pauses w
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 
 import numpy as np
 import pytest
@@ -112,30 +113,17 @@ async def test_an_echo_half_a_second_late_is_not_taken_for_the_user(
     0.4-0.55 s after the reply (measured), beyond the 0.4 s once looked for, and Parley took its own voice for the
     user, barge-in after barge-in. Here it falls behind before the reply. The user talking over it still interrupts.
     (A path that moves in the middle of a reply is followed only at the next estimate: not handled yet.)"""
-    clock = VirtualClock()
-    sink = RecordingSink(clock, rate=RATE, latency_s=0.03)
-    files = FileSource(clock)
-    mic = EchoMixer(files, sink, gain=1.0, delay_s=0.04, stalls=((0.0, 0.5),))
-    detector = BargeInDetector(sink, clock, min_speech_ms=64)
-    listener = Listener(mic, Vad(VadConfig(min_silence_ms=600)), echo=EchoCanceller(sink.tap()), barge_in=detector)
+    rig = _Rig(VirtualClock(), stalls=((0.0, 0.5),))
     seen: list[ListenEvent] = []
-    reply = np.concatenate([assistant_speech] * 3)
-    async with clock.autojump():
-        await sink.start()
-        await mic.start()
-        listening = asyncio_task(listener.run(seen.append))
-        detector.arm()
-        sink.enqueue(1, "reply", reply)
-        await clock.sleep(5.0)
+    async with rig.playing(np.concatenate([assistant_speech] * 3), seen):
+        await rig.clock.sleep(5.0)
         own = [e.at for e in seen if isinstance(e, (BargeIn, SpeechStarted))]
         first = len(seen)
-        files.add(user_speech, clock.now() - files.started_at)
-        await _until(clock, lambda: any(isinstance(e, BargeIn) for e in seen[first:]))
-        sink.stop(1)
-        detector.disarm()
-        await mic.close()
-        await listening
-        await sink.close()
+        rig.files.add(user_speech, rig.clock.now() - rig.files.started_at)
+        await _until(rig.clock, lambda: any(isinstance(e, BargeIn) for e in seen[first:]))
+        rig.sink.stop(1)
+        rig.detector.disarm()
+    listener = rig.listener
     assert listener.path.delay_chunks is not None
     assert listener.path.delay_chunks >= 50, "the late echo was found"
     assert own == [], f"Parley took its own voice on a moved path for the user at {own}"
@@ -144,25 +132,40 @@ async def test_an_echo_half_a_second_late_is_not_taken_for_the_user(
 async def test_a_speech_run_dropped_as_echo_is_told_with_its_level_and_evidence(assistant_speech: np.ndarray) -> None:
     """Never silently: with no canceller the VAD hears the reply's echo as speech; the listener drops that run and
     says how loud it was and why it is Parley's own voice (issue 36: what the ears drop is on the record)."""
-    clock = VirtualClock()
-    sink = RecordingSink(clock, rate=RATE, latency_s=0.03)
-    mic = EchoMixer(FileSource(clock), sink, gain=1.0, delay_s=0.04)
-    detector = BargeInDetector(sink, clock, min_speech_ms=64)
-    canceller = EchoCanceller(sink.tap(), enabled=False)  # passes the echo through
-    listener = Listener(mic, Vad(VadConfig(min_silence_ms=600)), echo=canceller, barge_in=detector)
+    rig = _Rig(VirtualClock(), cancels=False)  # the canceller passes the echo through
     seen: list[ListenEvent] = []
-    async with clock.autojump():
-        await sink.start()
-        await mic.start()
-        listening = asyncio_task(listener.run(seen.append))
-        detector.arm()
-        sink.enqueue(1, "reply", assistant_speech)
-        await _until(clock, lambda: any(isinstance(e, EchoRunDropped) for e in seen), 2 * len(assistant_speech) / RATE)
-        await mic.close()
-        await listening
-        await sink.close()
+    async with rig.playing(assistant_speech, seen):
+        reply_s = len(assistant_speech) / RATE
+        await _until(rig.clock, lambda: any(isinstance(e, EchoRunDropped) for e in seen), 2 * reply_s)
     assert not [e for e in seen if isinstance(e, (SpeechStarted, BargeIn))], "the echo became no speech"
     (dropped,) = [e for e in seen if isinstance(e, EchoRunDropped)]
     assert dropped.end - dropped.at > 0.5 * len(assistant_speech) / RATE
     assert dropped.level_dbfs == pytest.approx(speech_level_dbfs(assistant_speech), abs=3.0)
     assert "played signal explains" in dropped.why
+
+
+class _Rig:
+    """The reply's speaker, heard through an echo path (gain 1, 40 ms) by the microphone, with the user's files."""
+
+    def __init__(self, clock: VirtualClock, *, stalls: tuple[tuple[float, float], ...] = (), cancels: bool = True):
+        self.clock = clock
+        self.sink = RecordingSink(clock, rate=RATE, latency_s=0.03)
+        self.files = FileSource(clock)
+        self.mic = EchoMixer(self.files, self.sink, gain=1.0, delay_s=0.04, stalls=stalls)
+        self.detector = BargeInDetector(self.sink, clock, min_speech_ms=64)
+        canceller = EchoCanceller(self.sink.tap(), enabled=cancels)
+        self.listener = Listener(self.mic, Vad(VadConfig(min_silence_ms=600)), echo=canceller, barge_in=self.detector)
+
+    @contextlib.asynccontextmanager
+    async def playing(self, reply: np.ndarray, seen: list[ListenEvent]) -> AsyncIterator[None]:
+        """Listening, the detector armed, while the reply plays; everything closed after."""
+        async with self.clock.autojump():
+            await self.sink.start()
+            await self.mic.start()
+            listening = asyncio_task(self.listener.run(seen.append))
+            self.detector.arm()
+            self.sink.enqueue(1, "reply", reply)
+            yield
+            await self.mic.close()
+            await listening
+            await self.sink.close()
