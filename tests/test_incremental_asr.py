@@ -171,12 +171,11 @@ async def test_an_early_pass_that_proved_no_pause_leaves_the_pace_as_it_was() ->
         assert await until(lambda: incremental.passes == 3)
 
 
-class _GoesOnDuringThePass:
-    """A transcriber during whose next pass the user goes on speaking (`then` appends their words)."""
+class _Wrapping:
+    """A fake transcriber that does something around each of the inner one's passes."""
 
-    def __init__(self) -> None:
-        self.inner = FakeTranscriber(step_s=0.001)
-        self.then: Callable[[], None] | None = None
+    def __init__(self, inner: FakeTranscriber) -> None:
+        self.inner = inner
 
     @property
     def sample_rate(self) -> int:
@@ -185,6 +184,14 @@ class _GoesOnDuringThePass:
     @property
     def busy(self) -> int:
         return self.inner.busy
+
+
+class _GoesOnDuringThePass(_Wrapping):
+    """A transcriber during whose next pass the user goes on speaking (`then` appends their words)."""
+
+    def __init__(self) -> None:
+        super().__init__(FakeTranscriber(step_s=0.001))
+        self.then: Callable[[], None] | None = None
 
     async def transcribe(
         self, samples: Samples, signal: CancelSignal, *, sample_rate: int = ASR_SAMPLE_RATE
@@ -250,3 +257,61 @@ async def test_a_reopened_utterance_is_transcribed_whole_by_one_run() -> None:
         await asyncio.wait({again})
     assert first.duration_s == pytest.approx(0.5)
     assert whole.duration_s == pytest.approx(1.6)
+
+
+class _LeadInSpoilsIt(_Wrapping):
+    """Whisper on a barge-in's lead-in of double talk: audio that begins with noise holds no words for it."""
+
+    def __init__(self) -> None:
+        super().__init__(FakeTranscriber("what is two plus two", step_s=0.001))
+        self.calls: list[float] = []
+
+    async def transcribe(
+        self, samples: Samples, signal: CancelSignal, *, sample_rate: int = ASR_SAMPLE_RATE
+    ) -> Transcript:
+        self.calls.append(len(samples) / ASR_SAMPLE_RATE)
+        if np.array_equal(samples[:100], _noise(0.4)[:100]):
+            return Transcript("", (), 0.9, "en", len(samples) / ASR_SAMPLE_RATE)
+        return await self.inner.transcribe(samples, signal, sample_rate=sample_rate)
+
+
+def _noise(seconds: float) -> np.ndarray:
+    return np.random.default_rng(7).uniform(-0.3, 0.3, int(seconds * ASR_SAMPLE_RATE)).astype(np.float32)
+
+
+async def _heard_after_a_lead_in(begins: bool) -> tuple[Transcript, _LeadInSpoilsIt]:
+    transcriber = _LeadInSpoilsIt()
+    incremental = IncrementalTranscriber(transcriber, VirtualClock(), interval_s=10.0)
+    incremental.append(_noise(0.4), 1000.4)
+    if begins:
+        incremental.speech_begins(1000.4)
+    incremental.append(_speech(0.6), 1001.0)
+    incremental.append(_quiet(0.2), 1001.2)
+    return await incremental.speculate(CancelSignal(), since=1001.0), transcriber
+
+
+async def test_a_pass_with_no_words_is_made_again_from_where_the_speech_began() -> None:
+    """The CI run whose "what is two plus two" over a loud reply came back empty: the lead-in spoilt the pass."""
+    heard, transcriber = await _heard_after_a_lead_in(begins=True)
+    assert heard.text == "what is two plus two"
+    assert transcriber.calls == [pytest.approx(1.2), pytest.approx(0.8)]
+    assert heard.words[0].start_s >= 0.4  # still counted from the lead-in's start
+    assert heard.duration_s == pytest.approx(1.2)
+
+
+async def test_without_a_lead_in_an_empty_pass_is_not_made_again() -> None:
+    heard, transcriber = await _heard_after_a_lead_in(begins=False)
+    assert heard.empty
+    assert len(transcriber.calls) == 1
+
+
+async def test_when_the_speech_alone_holds_no_words_either_the_whole_pass_stands() -> None:
+    transcriber = _LeadInSpoilsIt()
+    incremental = IncrementalTranscriber(transcriber, VirtualClock(), interval_s=10.0)
+    incremental.append(_noise(0.4), 1000.4)
+    incremental.speech_begins(1000.4)
+    incremental.append(_quiet(0.6), 1001.0)
+    heard = await incremental.speculate(CancelSignal(), since=1000.4)
+    assert heard.empty
+    assert heard.no_speech_prob == 0.9  # the whole pass's reading, not the silence's
+    assert transcriber.calls == [pytest.approx(1.0), pytest.approx(0.6)]

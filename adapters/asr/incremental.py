@@ -12,13 +12,17 @@ transcribed at once rather than after the rest. By the time the pause is one, it
 the reply can begin while the end-of-turn model still listens.
 
 Each pass reads the whole utterance: Whisper's encoder reads at least a 10 s window (adapters/asr/whisper.py),
-so a pass over only the new audio would cost the same.
+so a pass over only the new audio would cost the same. A pass that hears no words is made again
+from where the speech began (`speech_begins`), without the sound kept from before it: that lead-in, there to
+save a first syllable, can hold what makes Whisper take the whole utterance for noise (the echo canceller's
+double talk as a barge-in begins over a loud reply).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import replace
 
 import anyio
 import numpy as np
@@ -26,7 +30,7 @@ import numpy as np
 from adapters.asr import guard
 from adapters.contract.cancel import CancelCause, CancelSignal
 from adapters.contract.clock import Clock
-from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Transcriber, Transcript
+from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Transcriber, Transcript, Word
 
 TAIL_QUIET_DBFS = -45.0  # audio this quiet holds no new words worth a pass
 EARLY_QUIET_S = 0.03  # ... and this much of it after the last loud audio lets a pause's pass begin early
@@ -63,6 +67,7 @@ class IncrementalTranscriber:
         self._pass_lock = asyncio.Lock()
         self._early = False  # a pause began after words no pass has heard: transcribe them now, not after the rest
         self._early_since: float | None = None  # the silence the last early pass was for
+        self._speech_from = 0  # samples of lead-in before the speech began
         self.passes = 0
         self.reused_final = False
 
@@ -101,6 +106,11 @@ class IncrementalTranscriber:
             self._wake.set()
         if until is not None:
             self._until = until
+
+    def speech_begins(self, at: float) -> None:
+        """The speech began at clock time `at`: what was appended before it is lead-in."""
+        behind = 0.0 if self._until is None else max(0.0, self._until - at)
+        self._speech_from = max(0, self._length - round(behind * ASR_SAMPLE_RATE))
 
     async def run(self, signal: CancelSignal) -> None:
         """Re-transcribe at most every `interval_s` (once `min_new_s` of new sound is in) until `finish` or `signal`."""
@@ -177,13 +187,27 @@ class IncrementalTranscriber:
 
     async def _transcribe(self, signal: CancelSignal) -> Transcript:
         length, until, early = self._length, self._until, self._early
-        result = await self._transcriber.transcribe(self.audio(), signal)
+        audio = self.audio()
+        result = await self._transcriber.transcribe(audio, signal)
         self.passes += 1
+        if result.empty and self._speech_from > 0 and length - self._speech_from >= self._min_new:
+            result = await self._without_lead_in(audio, result, signal)
         self._latest, self._covered, self._covered_until = result, length, until
         self._early = self._early and not early  # words after an early pass: the user went on, the rest is as usual
         if self._on_partial is not None and not self._ended:
             self._on_partial(result)
         return result
+
+    async def _without_lead_in(self, audio: Samples, heard: Transcript, signal: CancelSignal) -> Transcript:
+        """The pass again from where the speech began, its word times still counted from the lead-in's start; if
+        it hears no words either, the whole pass stands (its reason for hearing none is the one to tell)."""
+        result = await self._transcriber.transcribe(audio[self._speech_from :], signal)
+        self.passes += 1
+        if result.empty:
+            return heard
+        lead = self._speech_from / ASR_SAMPLE_RATE
+        words = tuple(Word(w.text, w.start_s + lead, w.end_s + lead, w.probability) for w in result.words)
+        return replace(result, words=words, duration_s=heard.duration_s)
 
     def _compact(self) -> None:
         if len(self._chunks) > 1:

@@ -169,6 +169,7 @@ class Ears:
         utterance = Utterance(at, transcript, policy, audio_start=self._preroll[0].at if self._preroll else at)
         for frame in self._preroll:
             utterance.transcript.append(frame.samples, frame.end)
+        utterance.transcript.speech_begins(at)
         self._current = utterance
         self._conversation.set_input_state(State.LISTENING)
         self._conversation.speculate("")  # the system prompt and the history, while the user speaks
