@@ -279,14 +279,15 @@ def _noise(seconds: float) -> np.ndarray:
     return np.random.default_rng(7).uniform(-0.3, 0.3, int(seconds * ASR_SAMPLE_RATE)).astype(np.float32)
 
 
-async def _heard_after_a_lead_in(begins: bool) -> tuple[Transcript, _LeadInSpoilsIt]:
+async def _heard_after_a_lead_in(begins: bool, then: np.ndarray | None = None) -> tuple[Transcript, _LeadInSpoilsIt]:
+    """0.4 s of lead-in, then `then` (0.6 s of speech and 0.2 s of quiet unless told)."""
     transcriber = _LeadInSpoilsIt()
     incremental = IncrementalTranscriber(transcriber, VirtualClock(), interval_s=10.0)
     incremental.append(_noise(0.4), 1000.4)
     if begins:
         incremental.speech_begins(1000.4)
-    incremental.append(_speech(0.6), 1001.0)
-    incremental.append(_quiet(0.2), 1001.2)
+    after = np.concatenate([_speech(0.6), _quiet(0.2)]) if then is None else then
+    incremental.append(after, 1000.4 + len(after) / ASR_SAMPLE_RATE)
     return await incremental.speculate(CancelSignal(), since=1001.0), transcriber
 
 
@@ -306,12 +307,7 @@ async def test_without_a_lead_in_an_empty_pass_is_not_made_again() -> None:
 
 
 async def test_when_the_speech_alone_holds_no_words_either_the_whole_pass_stands() -> None:
-    transcriber = _LeadInSpoilsIt()
-    incremental = IncrementalTranscriber(transcriber, VirtualClock(), interval_s=10.0)
-    incremental.append(_noise(0.4), 1000.4)
-    incremental.speech_begins(1000.4)
-    incremental.append(_quiet(0.6), 1001.0)
-    heard = await incremental.speculate(CancelSignal(), since=1000.4)
+    heard, transcriber = await _heard_after_a_lead_in(begins=True, then=_quiet(0.6))
     assert heard.empty
     assert heard.no_speech_prob == 0.9  # the whole pass's reading, not the silence's
     assert transcriber.calls == [pytest.approx(1.0), pytest.approx(0.6)]

@@ -12,10 +12,10 @@ transcribed at once rather than after the rest. By the time the pause is one, it
 the reply can begin while the end-of-turn model still listens.
 
 Each pass reads the whole utterance: Whisper's encoder reads at least a 10 s window (adapters/asr/whisper.py),
-so a pass over only the new audio would cost the same. A pass that hears no words is made again
-from where the speech began (`speech_begins`), without the sound kept from before it: that lead-in, there to
-save a first syllable, can hold what makes Whisper take the whole utterance for noise (the echo canceller's
-double talk as a barge-in begins over a loud reply).
+so a pass over only the new audio would cost the same. A pass that hears no words is made again from where the
+speech began (`speech_begins`), without the sound kept from before it: that lead-in, there to save a first
+syllable, can hold what makes Whisper take the whole utterance for noise (the echo canceller's double talk as a
+barge-in begins over a loud reply).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import numpy as np
 from adapters.asr import guard
 from adapters.contract.cancel import CancelCause, CancelSignal
 from adapters.contract.clock import Clock
-from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Transcriber, Transcript, Word
+from adapters.contract.speech_io import ASR_SAMPLE_RATE, Samples, Transcriber, Transcript
 
 TAIL_QUIET_DBFS = -45.0  # audio this quiet holds no new words worth a pass
 EARLY_QUIET_S = 0.03  # ... and this much of it after the last loud audio lets a pause's pass begin early
@@ -206,7 +206,7 @@ class IncrementalTranscriber:
         if result.empty:
             return heard
         lead = self._speech_from / ASR_SAMPLE_RATE
-        words = tuple(Word(w.text, w.start_s + lead, w.end_s + lead, w.probability) for w in result.words)
+        words = tuple(replace(w, start_s=w.start_s + lead, end_s=w.end_s + lead) for w in result.words)
         return replace(result, words=words, duration_s=heard.duration_s)
 
     def _compact(self) -> None:
