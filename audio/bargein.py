@@ -89,6 +89,11 @@ class BargeInDetector:
     def armed(self) -> bool:
         return self._armed
 
+    @property
+    def pending(self) -> bool:
+        """A barge-in has fired and is not yet resolved: the output is paused for a voice the VAD heard."""
+        return self._pending is not None
+
     def arm(self) -> None:
         """The assistant is thinking or speaking: interruptions count from now."""
         self._armed = True

@@ -119,6 +119,13 @@ class EchoPath:
         power = float(np.sum(mic_bands))  # over the same 20 ms as the bands
         return ChunkEcho(at, power, float(np.sum(echo)), unexplained)
 
+    def echo_lasts_s(self) -> float | None:
+        """How long after the played signal stops its echo may still come by the direct path (None: not
+        measured). A room's reverberation outlasts it: `ChunkEcho.explained` tells how loud that can still be."""
+        if self.delay_chunks is None:
+            return None
+        return (self.delay_chunks + SPREAD + 1) * CHUNK / RATE
+
     def remeasure(self, since: float) -> None:
         """Sound the path did not explain from audio time `since` on was no voice (an onset that came to nothing):
         the path may have moved (an output underrun delays everything after it), so measure the delay again at

@@ -25,6 +25,7 @@ from audio.events import (
     SpeechStarted,
 )
 from audio.levels import speech_level_dbfs
+from audio.near_end import NearEnd
 from audio.ports import RATE, AudioSource, Frame, Paced
 from audio.protection import EchoMonitor
 from audio.vad import Vad
@@ -51,6 +52,7 @@ ECHO_WINDOW_S = 0.3  # the end of a speech run compared with the played signal
 ONSET_POWER = VOICE_POWER  # unexplained sound this loud (mean square, -45 dBFS) is an onset...
 ONSET_CHUNKS = 2  # ...once it lasts this many 10 ms chunks
 ECHO_POWER = 1e-6  # explained echo below this (-60 dBFS) is none
+ECHO_UNDER = 10.0  # after the echo's delay, the microphone is heard once the echo left is 10 dB under it
 ECHO_RUN_UNEXPLAINED = 0.1  # a speech run with less of its power unexplained than this is the assistant's echo
 
 
@@ -129,6 +131,9 @@ class Listener:
         self.barge_in = barge_in
         self.frames = 0
         self.path = EchoPath()
+        self.near = NearEnd()
+        self._sounded = -math.inf  # clock time of the last 10 ms in which something was played
+        self._echo_over = False  # since then: the microphone itself is heard
         self._raw = _EnergyLog()
         self._clean = _EnergyLog()
         self._chunks: collections.deque[ChunkEcho] = collections.deque(maxlen=round(KEEP_S * 100))
@@ -198,6 +203,23 @@ class Listener:
                 onset = at - (ONSET_CHUNKS - 1) * CHUNK / RATE if self._loud_chunks == ONSET_CHUNKS else at
                 if (paused := detector.onset(onset)) is not None:
                     on_event(paused)
+            self.near.offer(at, chunk, as_is=self._as_is(heard, played))
+
+    def _as_is(self, heard: ChunkEcho, played: np.ndarray) -> bool:
+        """May the VAD and Whisper hear this chunk of the microphone itself? Yes once a barge-in has fired, from
+        when nothing has been played for longer than the echo path's delay and the echo it can explain is far
+        under what the microphone hears, until something plays again: the canceller would still dim the user's
+        words there. Not before a barge-in: while the output only pauses on an onset, the canceller's dimming is
+        what keeps the echo of a path that moved (an underrun) from the VAD, which took it for the user."""
+        if np.any(played):
+            self._sounded, self._echo_over = heard.at, False
+        if self._echo_over:
+            return True
+        lasts = self.path.echo_lasts_s()
+        if self.barge_in is None or not self.barge_in.pending or lasts is None or heard.at - self._sounded <= lasts:
+            return False
+        self._echo_over = heard.explained < ECHO_POWER or heard.power > ECHO_UNDER * heard.explained
+        return self._echo_over
 
     def _attentive(self) -> bool:
         """Worth holding against the echo path: a reply to interrupt, or an echo to learn from."""
@@ -323,6 +345,7 @@ class Listener:
     ) -> None:
         self.frames += 1
         self._clean.add(frame)
+        frame = self.near.mix(frame)
         if on_audio is not None:
             on_audio(frame)
         self.vad.may_gate = not self._attentive()  # the energy gate is for an idle room, never around a reply

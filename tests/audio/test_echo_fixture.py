@@ -13,11 +13,11 @@ import pytest
 
 from audio.aec import EchoCanceller
 from audio.bargein import BargeInDetector
-from audio.events import BargeIn, EchoRunDropped, OnsetPaused, OnsetResumed, SpeechStarted
+from audio.events import BargeIn, CaptureFailed, EchoRunDropped, OnsetPaused, OnsetResumed, SpeechStarted
 from audio.fixtures import EchoMixer, FileSource, RecordingSink
 from audio.levels import speech_level_dbfs
 from audio.listen import Listener, ListenEvent
-from audio.ports import RATE
+from audio.ports import RATE, Frame
 from audio.vad import Vad, VadConfig
 from engine.testing.clock import VirtualClock
 from tests.audio.signals import report
@@ -144,6 +144,61 @@ async def test_a_speech_run_dropped_as_echo_is_told_with_its_level_and_evidence(
     assert "played signal explains" in dropped.why
 
 
+async def test_once_the_echo_is_over_the_user_is_heard_as_the_microphone_heard_them(
+    assistant_speech: np.ndarray, user_speech: np.ndarray
+) -> None:
+    """Issue 36: the canceller dims the near end for a while after the echo under it has stopped, and the first
+    words said over a loud reply were lost. Once nothing has played for longer than the echo path's delay, the VAD
+    and Whisper hear the microphone itself; while the reply still echoes, the canceller's output."""
+    rig = _Rig(VirtualClock())
+    seen: list[ListenEvent] = []
+    heard: list[Frame] = []
+    async with rig.playing(np.concatenate([assistant_speech] * 2), seen, heard.append):
+        await rig.clock.sleep(2.0)
+        rig.files.add(user_speech, rig.clock.now() - rig.files.started_at)
+        await _until(rig.clock, lambda: any(isinstance(e, BargeIn) for e in seen))
+        await rig.clock.sleep(len(user_speech) / RATE)
+        rig.sink.stop(1)
+        rig.detector.disarm()
+    (paused,) = [e for e in seen if isinstance(e, OnsetPaused)]
+    lasts = rig.listener.path.echo_lasts_s()
+    assert lasts is not None, "the path's delay was measured"
+    assert lasts < 0.2
+    mic = rig.taped()
+    over = paused.paused_at + lasts + 0.01  # the 10 ms after which nothing played can still be heard
+    after = [f for f in heard if f.at >= over]
+    assert after, "the user's words went on after the echo"
+    for frame in after:
+        np.testing.assert_array_equal(frame.samples, mic[frame.position : frame.position + len(frame.samples)])
+    echoing = [f for f in heard if f.end < paused.at and _power(mic[f.position : f.position + len(f.samples)]) > 1e-4]
+    assert len(echoing) > 50
+    assert all(not np.array_equal(f.samples, mic[f.position : f.position + len(f.samples)]) for f in echoing), (
+        "while the reply echoes, the canceller's output is heard"
+    )
+
+
+async def test_an_onset_that_comes_to_nothing_leaves_the_canceller_heard(assistant_speech: np.ndarray) -> None:
+    """The microphone itself only after a barge-in: an onset pauses the output, and on a path that moved (an
+    underrun) the late echo is unexplained sound with no voice. The canceller's dimming keeps it from the VAD;
+    the microphone itself gave it to the VAD, and Parley interrupted itself (a CI run on the loopback)."""
+    rig = _Rig(VirtualClock())
+    seen: list[ListenEvent] = []
+    burst = (0.3 * np.random.default_rng(5).standard_normal(RATE // 20)).astype(np.float32)  # a 50 ms knock
+    async with rig.playing(np.concatenate([assistant_speech] * 2), seen):
+        await rig.clock.sleep(2.0)
+        rig.files.add(burst, rig.clock.now() - rig.files.started_at)
+        await _until(rig.clock, lambda: any(isinstance(e, OnsetResumed) for e in seen))
+        rig.sink.stop(1)
+        rig.detector.disarm()
+    assert any(isinstance(e, OnsetPaused) for e in seen), "the knock paused the output"
+    assert not any(isinstance(e, BargeIn) for e in seen)
+    assert rig.listener.near.raw_chunks == 0
+
+
+def _power(samples: np.ndarray) -> float:
+    return float(np.mean(np.square(samples)))
+
+
 class _Rig:
     """The reply's speaker, heard through an echo path (gain 1, 40 ms) by the microphone, with the user's files."""
 
@@ -154,18 +209,46 @@ class _Rig:
         self.mic = EchoMixer(self.files, self.sink, gain=1.0, delay_s=0.04, stalls=stalls)
         self.detector = BargeInDetector(self.sink, clock, min_speech_ms=64)
         canceller = EchoCanceller(self.sink.tap(), enabled=cancels)
-        self.listener = Listener(self.mic, Vad(VadConfig(min_silence_ms=600)), echo=canceller, barge_in=self.detector)
+        self._tape = _Taped(self.mic)
+        self.listener = Listener(self._tape, Vad(VadConfig(min_silence_ms=600)), echo=canceller, barge_in=self.detector)
+
+    def taped(self) -> np.ndarray:
+        """Every sample the microphone gave the listener, by stream position."""
+        return np.concatenate([f.samples for f in self._tape.frames_seen])
 
     @contextlib.asynccontextmanager
-    async def playing(self, reply: np.ndarray, seen: list[ListenEvent]) -> AsyncIterator[None]:
+    async def playing(
+        self, reply: np.ndarray, seen: list[ListenEvent], on_audio: Callable[[Frame], None] | None = None
+    ) -> AsyncIterator[None]:
         """Listening, the detector armed, while the reply plays; everything closed after."""
         async with self.clock.autojump():
             await self.sink.start()
             await self.mic.start()
-            listening = asyncio_task(self.listener.run(seen.append))
+            listening = asyncio_task(self.listener.run(seen.append, on_audio))
             self.detector.arm()
             self.sink.enqueue(1, "reply", reply)
             yield
             await self.mic.close()
             await listening
             await self.sink.close()
+
+
+class _Taped:
+    """A source that keeps what it hands on."""
+
+    def __init__(self, source: EchoMixer) -> None:
+        self._source = source
+        self.frames_seen: list[Frame] = []
+        self.dropped = 0
+
+    async def start(self) -> None:
+        await self._source.start()
+
+    async def close(self) -> None:
+        await self._source.close()
+
+    async def frames(self) -> AsyncIterator[Frame | CaptureFailed]:
+        async for item in self._source.frames():
+            if isinstance(item, Frame):
+                self.frames_seen.append(item)
+            yield item
