@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile
 
+from adapters.asr import guard
 from adapters.asr.incremental import IncrementalTranscriber
 from adapters.asr.whisper import WhisperTranscriber, default_model_dir, token_budget
 from adapters.contract.cancel import CancelSignal
@@ -173,6 +175,24 @@ async def test_incremental_transcription_has_the_final_ready_when_the_turn_is_de
     assert final is words
     assert incremental.passes >= 2  # at least one partial while speaking
     assert wer(sentence, final.text)[0] <= 1, final.text
+
+
+@dataclass(frozen=True)
+class _Timed:
+    word: str
+    start: float
+    end: float
+
+
+def test_a_closing_run_of_words_timed_into_no_audio_is_no_speech() -> None:
+    """A fallback decode of a barge-in repeated itself past the audio's end, its last five words begun at once."""
+    said = [("what", 0.0, 0.2), ("is", 0.2, 0.36), ("2", 0.36, 0.54), ("plus", 0.54, 0.76), ("2?", 0.76, 0.94)]
+    again = [("What", 0.94, 0.94), ("is", 0.94, 0.94), ("2", 0.94, 0.94), ("plus", 0.94, 0.94), ("2?", 0.94, 1.02)]
+    words = [_Timed(*w) for w in said + again]
+    assert [w.word for w in guard.before_squeezed(words)] == ["what", "is", "2", "plus", "2?"]
+    two = words[:7]  # two words squeezed at the end: a cut word and its neighbour, not a loop
+    assert guard.before_squeezed(two) == two
+    assert guard.before_squeezed(words[5:]) == []
 
 
 def test_a_short_clip_cannot_write_a_long_loop() -> None:

@@ -9,7 +9,8 @@ plus a stricter rule for the few phrases tiny.en is known to invent.
 from __future__ import annotations
 
 import re
-from typing import Protocol
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -20,6 +21,8 @@ NO_SPEECH_PROB = 0.6
 AVG_LOGPROB = -1.0
 SUSPECT_NO_SPEECH_PROB = 0.3
 SUSPECT_WORD_PROB = 0.5
+SQUEEZED_S = 0.05  # a closing run of words each begun less than this after the one before has no audio...
+SQUEEZED_RUN = 3  # ...under it when it is this many words or more
 KNOWN_HALLUCINATIONS = frozenset(
     {"thank you", "thanks for watching", "thank you for watching", "you", "bye", "thank you very much"}
 )
@@ -33,6 +36,17 @@ class DecodedWord(Protocol):
 
     @property
     def probability(self) -> float: ...
+
+
+class TimedWord(Protocol):
+    @property
+    def start(self) -> float: ...
+
+    @property
+    def end(self) -> float: ...
+
+
+W = TypeVar("W", bound=TimedWord)
 
 
 class DecodedSegment(Protocol):
@@ -80,3 +94,14 @@ def left_out(segment: DecodedSegment, word_probabilities: list[float]) -> str | 
 
 def _normalised(text: str) -> str:
     return " ".join(_NORMALISE.sub(" ", text.lower()).split())
+
+
+def before_squeezed(words: Sequence[W]) -> Sequence[W]:
+    """The words less a closing run that the decoder timed into almost no audio. Past the end of what it heard,
+    a fallback decode repeats itself: "what is 2 plus 2? What is 2 plus 2?", the second five words all begun at
+    0.94 s, came out of a barge-in and became the user's message (issue 36). Nobody begins three words in a row
+    within 50 ms of each other."""
+    first = len(words)
+    while first > 0 and (first == len(words) or words[first].start - words[first - 1].start < SQUEEZED_S):
+        first -= 1
+    return words[:first] if len(words) - first >= SQUEEZED_RUN else words

@@ -210,11 +210,13 @@ class WhisperTranscriber:
         for segment in segments:
             self.segments_decoded += 1
             no_speech = max(no_speech, float(segment.no_speech_prob))
-            kept = [w for w in (segment.words or ()) if guard.is_wordlike(w.word)]
+            wordlike = [w for w in (segment.words or ()) if guard.is_wordlike(w.word)]
+            kept = guard.before_squeezed(wordlike)
             why = guard.left_out(segment, [float(w.probability) for w in kept])
             if why is None:
                 words += [Word(w.word.strip(), float(w.start), float(w.end), float(w.probability)) for w in kept]
-                texts.append(str(segment.text).strip())
+                whole = len(kept) == len(wordlike)
+                texts.append(str(segment.text).strip() if whole else "".join(w.word for w in kept).strip())
             else:
                 rejected = why
             if stop.is_set():
