@@ -37,6 +37,12 @@ DELAY_MIN_CORRELATION = 0.35  # below this the microphone holds more than the ec
 # the old delay then goes unexplained and is taken for the user; a path that really moved in a noisy room is found
 # twice
 DELAY_MOVE_CORRELATION = 0.7
+# a path that moves (an underrun delays it) keeps its loudness: once `remeasure` lets sound the VAD took for a voice
+# into the estimates, one that would move a known delay and fits sound this much louder (3 dB) than the echo still
+# found at the known delay is that voice, whatever its correlation (the user saying the reply's own word in the
+# reply's own voice: 5 -> 35 chunks at 0.74, docs/decisions/0002)
+MOVE_LOUDER = 2.0
+FIT_BLOCK = 5 * CHUNK // DECIMATE  # 50 ms at 4 kHz
 SPREAD = 3  # chunks either side of the delay the echo may come from (a drifting loopback, a room's early echoes)
 DECAY = 10 ** (-1.5 / 10)  # a room's echo dies away no faster than 1.5 dB per 10 ms
 MARGIN = 4.0  # 6 dB: microphone power up to this times the explained echo is echo
@@ -88,6 +94,7 @@ class EchoPath:
         self._mic_hist: collections.deque[np.ndarray] = collections.deque(maxlen=100)
         self._voiced: collections.deque[bool] = collections.deque(maxlen=100)  # per _mic_hist chunk: somebody talked
         self._strange: collections.deque[bool] = collections.deque(maxlen=100)  # and: a known path did not explain it
+        self._released: collections.deque[bool] = collections.deque(maxlen=100)  # and: a voice `remeasure` let in
         self._chunk_at: collections.deque[float] = collections.deque(maxlen=100)  # and its audio time
         self._ref_hist: collections.deque[np.ndarray] = collections.deque(maxlen=100 + MAX_LAG_CHUNKS)
         self._held = np.zeros(bands)
@@ -136,6 +143,8 @@ class EchoPath:
             self.forget()
         start = since - VAD_LAG_CHUNKS * CHUNK / RATE
         before = [at < start for at in self._chunk_at]
+        let_in = [voiced and not kept for voiced, kept in zip(self._voiced, before, strict=True)]
+        self._released = collections.deque(map(bool.__or__, self._released, let_in), maxlen=self._released.maxlen)
         self._voiced = collections.deque(map(bool.__and__, self._voiced, before), maxlen=self._voiced.maxlen)
         self._strange = collections.deque(map(bool.__and__, self._strange, before), maxlen=self._strange.maxlen)
         self._due = True
@@ -157,6 +166,7 @@ class EchoPath:
                 self._voiced[-back] = True
         self._voiced.append(voiced)
         self._strange.append(strange)
+        self._released.append(False)
         self._chunk_at.append(at)
 
     def _left_out(self) -> np.ndarray:
@@ -171,8 +181,9 @@ class EchoPath:
         voice_soon = told[index + VOICE_AFTER_CHUNKS + 1] > told[index]
         return np.asarray(voiced | (np.array(self._strange, bool) & voice_soon))
 
-    def _measure(self) -> tuple[int, float] | None:
-        """(delay in chunks, correlation) of the microphone history against what was played."""
+    def _measure(self) -> tuple[int, float, bool] | None:
+        """(delay in chunks, correlation, whether a move there fits sound far louder than the known delay's echo
+        while sound once taken for a voice is heard) of the microphone history against what was played."""
         span = len(self._mic_hist)
         left_out = self._left_out()
         if span - int(np.sum(left_out)) < DELAY_FIRST:
@@ -183,7 +194,18 @@ class EchoPath:
         before = len(mic) + MAX_LAG_CHUNKS * CHUNK // DECIMATE - len(ref)
         ref = np.concatenate([np.zeros(before), ref])  # nothing was played before the stream began
         lag, correlation = best_lag(mic, ref, round(MAX_DELAY_S * RATE / DECIMATE), heard)
-        return round(lag * DECIMATE / CHUNK), correlation
+        delay = round(lag * DECIMATE / CHUNK)
+        doubtful = self._moves(delay) and any(self._released)
+        return delay, correlation, doubtful and self._louder(mic, ref, heard, lag)
+
+    def _louder(self, mic: np.ndarray, ref: np.ndarray, heard: np.ndarray, lag: int) -> bool:
+        """What follows the played signal at `lag` is far louder than the echo the known delay still explains:
+        a voice (a path that moves keeps its loudness)."""
+        assert self.delay_chunks is not None
+        max_lag, known = len(ref) - len(mic), self.delay_chunks * CHUNK // DECIMATE
+        found = fitted_power(mic, ref[max_lag - lag : len(ref) - lag] * heard)
+        echo = fitted_power(mic, ref[max_lag - known : len(ref) - known] * heard)
+        return echo > 0 and found > MOVE_LOUDER * echo
 
     def _played(self, ago: int) -> np.ndarray:
         """Band powers of the chunk played `ago` chunks before the latest one (the ring holds enough)."""
@@ -220,10 +242,13 @@ class EchoPath:
         self._learned += 1
         self.calibrated = self._learned >= 30
 
+    def _moves(self, delay: int) -> bool:
+        """An estimate would move a known delay beyond the spread it already covers."""
+        return self.delay_chunks is not None and abs(delay - self.delay_chunks) > SPREAD
+
     def _doubts(self, delay: int, correlation: float) -> bool:
-        """A weak estimate that would move a known delay beyond the spread it already covers."""
-        moves = self.delay_chunks is not None and abs(delay - self.delay_chunks) > SPREAD
-        return moves and DELAY_MIN_CORRELATION <= correlation < DELAY_MOVE_CORRELATION
+        """A weak estimate that would move a known delay."""
+        return self._moves(delay) and DELAY_MIN_CORRELATION <= correlation < DELAY_MOVE_CORRELATION
 
     def _track_delay(self, ref_bands: np.ndarray) -> None:
         if np.sum(ref_bands) < ACTIVE_POWER:
@@ -236,9 +261,12 @@ class EchoPath:
         if measured is None:
             return  # too little heard without a voice over it: again at the next chunk played
         self._due = False
-        delay, correlation = measured
+        delay, correlation, louder = measured
         unsure, self._unsure = self._unsure, None
-        if self._doubts(delay, correlation) and unsure != delay:
+        if louder:
+            log.debug("echo path delay kept at %s chunks (%d fits sound louder than its echo, a voice; correlation"
+                      " %.2f)", self.delay_chunks, delay, correlation)  # fmt: skip
+        elif self._doubts(delay, correlation) and unsure != delay:
             log.debug("echo path delay kept at %s chunks (%d unsure, correlation %.2f)",
                       self.delay_chunks, delay, correlation)  # fmt: skip
             self._unsure = delay
@@ -252,6 +280,19 @@ class EchoPath:
         else:
             log.debug("no echo path delay found (correlation %.2f)", correlation)
             self._unfound += 1
+
+
+def fitted_power(mic: np.ndarray, played: np.ndarray) -> float:
+    """The power gain from `played` to `mic` where the one follows the other (50 ms blocks correlated at least
+    DELAY_MOVE_CORRELATION): the loudness of what an estimate found, the rest of the microphone aside. 0 where
+    nothing follows."""
+    size = FIT_BLOCK * (len(mic) // FIT_BLOCK)
+    m, p = mic[:size].reshape(-1, FIT_BLOCK), played[:size].reshape(-1, FIT_BLOCK)
+    dots, mine, theirs = np.sum(m * p, axis=1), np.sum(m * m, axis=1), np.sum(p * p, axis=1)
+    follows = dots > DELAY_MOVE_CORRELATION * np.sqrt(mine * theirs) + 1e-12
+    if not np.any(follows):
+        return 0.0
+    return float((np.sum(dots[follows]) / np.sum(theirs[follows])) ** 2)
 
 
 def best_lag(mic: np.ndarray, ref: np.ndarray, max_lag: int, heard: np.ndarray) -> tuple[int, float]:

@@ -190,6 +190,31 @@ def test_sound_that_proved_no_voice_still_teaches_the_path_that_moved() -> None:
             assert path.delay_chunks == 30, "measured again at once, on the sound that was no voice"
 
 
+@pytest.mark.parametrize(("user_level", "after_s"), [(1.0, 0.35), (0.5, 0.35), (1.0, 0.6), (0.7, 0.6)])
+def test_the_user_saying_the_replys_word_in_its_voice_does_not_move_the_path(user_level: float, after_s: float) -> None:
+    """The CI failure on d4f5bea (loopback at -10 dB): the user's "two", said in the voice of the reply "Two."
+    that had begun 0.35 s before, was let into the estimates by `remeasure` (an onset come to nothing) and moved
+    the delay 5 -> 35 chunks at correlation 0.74; the reply's echo went unexplained and was heard as the user going
+    on. A path that moves keeps its loudness: the user's word is far louder than the echo at the known delay."""
+    story, word, rest = _story(), _clip("stop_what_time.wav")[: RATE // 2], _clip("tell_a_joke.wav")
+    reply_at = len(story) + RATE // 2
+    ref = np.zeros(reply_at + len(word) + len(rest), np.float32)
+    ref[: len(story)], ref[reply_at:] = story, np.concatenate([word, rest])
+    mic = _echo(ref, 0.3, 0.05)
+    user_at = reply_at + round(after_s * RATE)
+    mic[user_at : user_at + len(word)] += user_level * word
+    vad_hears = range(user_at + round(0.06 * RATE), user_at + len(word) + round(0.2 * RATE))
+    resumed_at = (user_at + len(word) + round(0.3 * RATE)) // CHUNK * CHUNK
+    path, delays = EchoPath(), set()
+    for i in range(0, len(ref) - CHUNK + 1, CHUNK):
+        if i == resumed_at:
+            path.remeasure(user_at / RATE)  # the onset at the user's word resumed: taken for no words
+        path.step(mic[i : i + CHUNK], ref[i : i + CHUNK], i / RATE, quiet=i not in vad_hears)
+        if i >= reply_at:
+            delays.add(path.delay_chunks)
+    assert delays == {5}
+
+
 def _onset_ms(path: EchoPath, mic: np.ndarray, ref: np.ndarray, start: int, onset: int) -> float | None:
     """Run from `start` (the user's voice begins at sample `onset`); ms from it to the listener's onset rule
     (its ONSET_POWER of unexplained sound for ONSET_CHUNKS running), None if never within 300 ms."""
