@@ -311,3 +311,35 @@ async def test_when_the_speech_alone_holds_no_words_either_the_whole_pass_stands
     assert heard.empty
     assert heard.no_speech_prob == 0.9  # the whole pass's reading, not the silence's
     assert transcriber.calls == [pytest.approx(1.0), pytest.approx(0.6)]
+
+
+class _Held(FakeTranscriber):
+    """A pass that lasts until the test lets it end."""
+
+    def __init__(self) -> None:
+        super().__init__(step_s=0.001)
+        self.gate = asyncio.Event()
+
+    async def transcribe(
+        self, samples: Samples, signal: CancelSignal, *, sample_rate: int = ASR_SAMPLE_RATE
+    ) -> Transcript:
+        await self.gate.wait()
+        return await super().transcribe(samples, signal, sample_rate=sample_rate)
+
+
+async def test_a_pass_under_way_tells_how_far_it_reads() -> None:
+    """The end of turn asks whether a pause's words are being made already (audio.turns.end_of_turn)."""
+    clock, held = VirtualClock(), _Held()
+    incremental = IncrementalTranscriber(held, clock, interval_s=10.0, min_new_s=0.3)
+    assert not incremental.reading_up_to(1000.0), "no pass under way"
+    async with _running(incremental):
+        incremental.append(_speech(0.5), 1000.5)
+        assert await until(lambda: incremental.reading_up_to(1000.5))
+        assert not incremental.reading_up_to(1000.6), "it reads up to the audio it was given"
+        incremental.append(_quiet(0.1), 1000.6)
+        assert incremental.reading_up_to(1000.5), "quiet after it adds no words"
+        incremental.append(_speech(0.1), 1000.7)
+        assert not incremental.reading_up_to(1000.5), "words came after what it reads"
+        held.gate.set()
+        assert await until(lambda: incremental.passes == 1)
+        assert not incremental.reading_up_to(1000.5), "no pass under way"

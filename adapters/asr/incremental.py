@@ -68,6 +68,7 @@ class IncrementalTranscriber:
         self._early = False  # a pause began after words no pass has heard: transcribe them now, not after the rest
         self._early_since: float | None = None  # the silence the last early pass was for
         self._speech_from = 0  # samples of lead-in before the speech began
+        self._under_way: tuple[int, float | None] | None = None  # what the pass under way reads: samples, clock time
         self.passes = 0
         self.reused_final = False
 
@@ -173,6 +174,14 @@ class IncrementalTranscriber:
                 return latest
             return await self._transcribe(signal)
 
+    def reading_up_to(self, since: float) -> bool:
+        """A pass under way reads the audio up to clock time `since`, and nothing loud came after it: the words of a
+        pause whose silence began then are being made already."""
+        if self._under_way is None:
+            return False
+        length, until = self._under_way
+        return until is not None and until >= since and self._loud_until <= length
+
     def _due(self) -> bool:
         return self._worth_a_pass() or self._early_due()
 
@@ -188,10 +197,14 @@ class IncrementalTranscriber:
     async def _transcribe(self, signal: CancelSignal) -> Transcript:
         length, until, early = self._length, self._until, self._early
         audio = self.audio()
-        result = await self._transcriber.transcribe(audio, signal)
-        self.passes += 1
-        if result.empty and self._speech_from > 0 and length - self._speech_from >= self._min_new:
-            result = await self._without_lead_in(audio, result, signal)
+        self._under_way = (length, until)
+        try:
+            result = await self._transcriber.transcribe(audio, signal)
+            self.passes += 1
+            if result.empty and self._speech_from > 0 and length - self._speech_from >= self._min_new:
+                result = await self._without_lead_in(audio, result, signal)
+        finally:
+            self._under_way = None
         self._latest, self._covered, self._covered_until = result, length, until
         self._early = self._early and not early  # words after an early pass: the user went on, the rest is as usual
         if self._on_partial is not None and not self._ended:

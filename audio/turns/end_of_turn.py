@@ -81,6 +81,7 @@ class TurnEnd:
         if pause is None or pause.number != check.pause:
             utterance.drop_pause()
             pause = utterance.pause = PauseWork(check.pause, check.silence_from)
+            pause.pass_began_early = utterance.transcript.reading_up_to(check.silence_from)
             self._run(pause, WORDS, self._speculate, utterance, pause, name="speculative-asr")
         model = self._turn_taking().model
         if model is not None:
@@ -88,9 +89,11 @@ class TurnEnd:
             self._run(pause, MODEL, self._ask_model, utterance, pause, model, audio, name="end-of-turn-model")
 
     async def _ask_model(self, utterance: Utterance, pause: PauseWork, model: EndOfTurnModel, audio: Samples) -> None:
-        """After the pause's final pass: its words lead to the reply, the model's answer only to the decision, so
-        Whisper gets both cores to itself."""
-        await pause.passed.wait()
+        """Beside the pause's final pass when that pass began at the silence (most of it is made by now, and the
+        decision no longer waits for the model after it); else after it: its words lead to the reply, the model's
+        answer only to the decision, so Whisper gets both cores to itself (figures: docs/decisions/0002)."""
+        if not pause.pass_began_early:
+            await pause.passed.wait()
         probability = await model.predict(audio, pause.signal)
         if utterance.policy is not None:
             self._apply(utterance, utterance.policy.model_said(pause.number, probability))

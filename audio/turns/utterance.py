@@ -44,6 +44,7 @@ class PauseWork:
         self.asr_ms: float | None = None
         self.speculation: Prefill | None = None
         self.passed = anyio.Event()  # the final pass has ended (with words or not)
+        self.pass_began_early = False  # the final pass was under way when the pause opened (begun at its silence)
         self.dropped = False
         self._scopes: dict[anyio.CancelScope, str] = {}
 

@@ -187,18 +187,38 @@ class TimedModel(FakeEndOfTurnModel):
         return await super().predict(samples, signal, sample_rate=sample_rate)
 
 
-async def test_the_end_of_turn_model_waits_for_the_final_pass(tmp_path: Path) -> None:
-    """The pass's words lead to the reply, the model's answer only to the decision: Whisper has the cores."""
+async def test_the_end_of_turn_model_waits_for_a_final_pass_begun_at_the_pause(tmp_path: Path) -> None:
+    """The pass's words lead to the reply, the model's answer only to the decision: Whisper has the cores. A noisy
+    room gives the pass no quiet to begin in before the pause opens."""
     heard = ByLength([(0.0, WEATHER)])
     async with rig(tmp_path, heard, model_factory=TimedModel) as r:
         heard.clock, heard.pass_s = r.stage.clock, 0.3  # a real pass takes about this long
+        noise = np.random.default_rng(7).normal(0, 10 ** (-35 / 20), 5 * ASR_SAMPLE_RATE).astype(np.float32)
+        r.stage.files.add(noise, r.stage.clock.now() - r.stage.files.started_at)
         decided = await _decided(r, "q_weather")
         assert decided.reason == "model"
     model = r.model
     assert isinstance(model, TimedModel)
     assert model.asked, "the model was never asked"
-    assert heard.ended, "no pass at all"
-    assert min(model.asked) >= max(heard.ended)
+    opened = decided.speech_ended_at + PAUSE_SILENCE_MS / 1000  # the VAD can tell the pause no sooner
+    at_the_pause = [end for began, end in zip(heard.began, heard.ended, strict=True) if began >= opened]
+    assert at_the_pause, "the pass began before the pause opened"
+    assert min(model.asked) >= at_the_pause[0]
+
+
+async def test_the_end_of_turn_model_listens_beside_a_final_pass_begun_at_the_silence(tmp_path: Path) -> None:
+    """In a quiet room the pass begins at the VAD's first silent windows and is nearly made when the pause opens:
+    the model hears the pause meanwhile, and the decision follows the words, not the words and then the model."""
+    heard = ByLength([(0.0, WEATHER)])
+    async with rig(tmp_path, heard, model_factory=TimedModel) as r:
+        heard.clock, heard.pass_s = r.stage.clock, 0.3
+        decided = await _decided(r, "q_weather")
+        assert decided.reason == "model"
+    model = r.model
+    assert isinstance(model, TimedModel)
+    assert model.asked, "the model was never asked"
+    assert min(model.asked) < max(heard.ended), "the model waited for the pass"
+    assert decided.at >= max(heard.ended), "the turn was decided before its words"
 
 
 async def test_going_on_before_the_reply_is_heard_reopens_the_turn(tmp_path: Path) -> None:
