@@ -183,8 +183,8 @@ def _soak_note(soak: Soak | None, cycles: int) -> str:
         f"{BARGE_IN_AFTER_S:g} s later a push-to-talk barge-in (every {SPOKEN_EVERY}th cycle the spoken "
         "'stop, what time is it' through VAD + Whisper instead) → the turn aborted and quiescent → the session "
         "closed. Counts from /proc/self after gc.collect(); p50/p95 over the per-cycle deltas, met on the final one "
-        f"(the first and last counts are taken {POOL_IDLE_S:g} s after the work, once anyio's idle worker threads "
-        "have ended: the pool's size is not a leak)."
+        f"(the first and last counts are taken {POOL_IDLE_S:g} s after the work, once a job has ended anyio's "
+        "idle worker threads: the pool's size is not a leak)."
     )
     if soak is None or not soak.cycles:
         return head

@@ -5,16 +5,22 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import anyio
+
 from desktop.bench.sessions import SPOKEN_EVERY, Cycle, Models, barge_in_cycle
 
 WARMUP_CYCLES = 2  # one spoken, one push-to-talk: every lazily created pool exists before the baseline
-# anyio's worker threads end after 10 s idle: the first and last counts wait for that, so the pool's size at
-# that moment (how many jobs ran at once lately) is not counted as a leak; the per-cycle deltas still see it
+# anyio's idle worker threads are ended by the first job started once they have been idle 10 s: the first and last
+# counts wait that long and start one, so the pool's size (how many jobs ran at once lately) is not counted as a
+# leak; the per-cycle deltas still see it
 POOL_IDLE_S = 11.0
+POOL_WORKER = "AnyIO worker thread"
+PRUNED_WITHIN_S = 2.0
 PROC = Path("/proc/self")
 
 
@@ -69,17 +75,30 @@ def settled_counts() -> Counts:
     return counts()
 
 
+async def pruned_counts() -> Counts:
+    """The counts once anyio's pool is down to the one worker a job started after POOL_IDLE_S leaves idle."""
+    await asyncio.sleep(POOL_IDLE_S)
+    await anyio.to_thread.run_sync(_others_ended)  # starting it ends the workers idle 10 s or longer
+    return settled_counts()
+
+
+def _others_ended() -> None:
+    """On a pool worker: wait for the other workers, stopped as this job started, to end."""
+    me = threading.current_thread()
+    for other in threading.enumerate():
+        if other is not me and other.name == POOL_WORKER:
+            other.join(PRUNED_WITHIN_S)
+
+
 async def soak(models: Models, root: Path, cycles: int, progress: Callable[[str], None]) -> Soak:
     for n in range(WARMUP_CYCLES):
         await barge_in_cycle(models, root / f"warmup{n}", spoken=n == 0)
-    await asyncio.sleep(POOL_IDLE_S)
-    result = Soak(settled_counts(), Counts(0, 0, 0, 0.0))
+    result = Soak(await pruned_counts(), Counts(0, 0, 0, 0.0))
     for n in range(1, cycles + 1):
         cycle = await barge_in_cycle(models, root / f"cycle{n}", spoken=n % SPOKEN_EVERY == 0)
         result.cycles.append(cycle)
         result.deltas.append(settled_counts().minus(result.before))
         if n % 25 == 0 or n == cycles:
             progress(f"soak {n}/{cycles}")
-    await asyncio.sleep(POOL_IDLE_S)
-    result.after = settled_counts()
+    result.after = await pruned_counts()
     return result
