@@ -96,6 +96,11 @@ class EchoCanceller:
         self._pending_at = at + usable / RATE
         return [out]
 
+    @property
+    def underrun_at(self) -> float | None:
+        """When the output last underran (None: never, or no reference): its echo may come later from then on."""
+        return self._reference.underrun_at if self._reference is not None else None
+
     def played(self, at: float, n: int) -> np.ndarray:
         """The n reference samples that were audible from clock time `at` (silence without a reference)."""
         if self._reference is None:

@@ -43,6 +43,11 @@ DELAY_MOVE_CORRELATION = 0.7
 # reply's own voice: 5 -> 35 chunks at 0.74, docs/decisions/0002)
 MOVE_LOUDER = 2.0
 FIT_BLOCK = 5 * CHUNK // DECIMATE  # 50 ms at 4 kHz
+# after an underrun the echo is still there, its delay moving back for seconds as the sound server catches up (a
+# loopback, weak estimates 0.24-0.31): it is looked for every REFIND_EVERY chunks of playback, and estimates that
+# find none are not taken for a headset's, for REFIND_CHUNKS of playback after the underrun
+REFIND_EVERY = 10
+REFIND_CHUNKS = 300
 SPREAD = 3  # chunks either side of the delay the echo may come from (a drifting loopback, a room's early echoes)
 DECAY = 10 ** (-1.5 / 10)  # a room's echo dies away no faster than 1.5 dB per 10 ms
 MARGIN = 4.0  # 6 dB: microphone power up to this times the explained echo is echo
@@ -104,6 +109,8 @@ class EchoPath:
         self._unsure: int | None = None  # a weak estimate's delay: taken if the next estimate agrees
         self._due = False  # estimate the delay at the next chunk of playback
         self._learned = 0
+        self._moved_at = -np.inf  # audio time from which the path may have moved: no estimate reads before it
+        self._refind_until = 0  # chunks of playback until which an echo known before an underrun is looked for
 
     def step(self, mic: np.ndarray, ref: np.ndarray, at: float, *, quiet: bool) -> ChunkEcho:
         """`quiet`: nobody is known to be talking, so what the microphone hears now may teach the path."""
@@ -149,6 +156,20 @@ class EchoPath:
         self._strange = collections.deque(map(bool.__and__, self._strange, before), maxlen=self._strange.maxlen)
         self._due = True
 
+    def moved(self, at: float) -> None:
+        """The output underran at audio time `at`: the echo of what plays after it may come later than the known
+        delay by as much as the sound server fell behind (0.2-0.4 s on a stalled PulseAudio, which then drifts back
+        over seconds), so it is explained at any delay, at the gains learned, until measured again on the sound
+        after `at` alone (issue 36: a stall's late echo, unexplained at the old delay, barged in on the reply)."""
+        if self.delay_chunks is None and self._unfound >= NO_ECHO_AFTER:
+            return  # a headset's: no echo for an underrun to move
+        if self.delay_chunks is not None:
+            log.debug("echo path delay %s chunks unknown again: the output underran at %.3f", self.delay_chunks, at)
+            self._refind_until = self._active_chunks + REFIND_CHUNKS
+        self.delay_chunks, self._unsure, self._unfound = None, None, 0
+        self._moved_at = max(self._moved_at, at)
+        self._due = True
+
     def forget(self) -> None:
         """Start again from the worst case: no delay known, every band as loud as played."""
         self.delay_chunks, self.calibrated = None, False
@@ -179,7 +200,8 @@ class EchoPath:
         told = np.concatenate([[0], np.cumsum(np.concatenate([voiced, np.ones(VOICE_AFTER_CHUNKS, bool)]))])
         index = np.arange(len(voiced))
         voice_soon = told[index + VOICE_AFTER_CHUNKS + 1] > told[index]
-        return np.asarray(voiced | (np.array(self._strange, bool) & voice_soon))
+        stale = np.array(self._chunk_at) < self._moved_at  # before an underrun: the path may have moved since
+        return np.asarray(voiced | stale | (np.array(self._strange, bool) & voice_soon))
 
     def _measure(self) -> tuple[int, float, bool] | None:
         """(delay in chunks, correlation, whether a move there fits sound far louder than the known delay's echo
@@ -254,7 +276,8 @@ class EchoPath:
         if np.sum(ref_bands) < ACTIVE_POWER:
             return
         self._active_chunks += 1
-        self._due = self._due or self._active_chunks % DELAY_EVERY == 0 or self._active_chunks == DELAY_FIRST
+        every = REFIND_EVERY if self._refinding() else DELAY_EVERY
+        self._due = self._due or self._active_chunks % every == 0 or self._active_chunks == DELAY_FIRST
         if not self._due:
             return
         measured = self._measure()
@@ -279,7 +302,11 @@ class EchoPath:
             self._unfound = 0
         else:
             log.debug("no echo path delay found (correlation %.2f)", correlation)
-            self._unfound += 1
+            self._unfound += 0 if self._refinding() else 1
+
+    def _refinding(self) -> bool:
+        """An echo known before an underrun is not found again yet (`moved`)."""
+        return self.delay_chunks is None and self._active_chunks < self._refind_until
 
 
 def fitted_power(mic: np.ndarray, played: np.ndarray) -> float:

@@ -146,6 +146,7 @@ class Listener:
         self._held: SpeechStarted | None = None  # a speech run the echo path explains so far
         self.echo_runs = 0  # speech runs dropped as the assistant's own voice
         self._idle = False  # a silent room and nothing to interrupt: a paced source hands frames over a few at a time
+        self._underrun_at: float | None = None  # the output's latest underrun the echo path was told of
 
     async def run(
         self, on_event: Callable[[ListenEvent], None], on_audio: Callable[[Frame], None] | None = None
@@ -184,6 +185,10 @@ class Listener:
         """The raw microphone against the echo path, 10 ms at a time: onsets pause the output."""
         if self.barge_in is not None and self.barge_in.protected != self.protected:
             self.barge_in.set_protected(self.protected)  # a detector attached after protection changed
+        if self.echo is not None and self.echo.underrun_at != self._underrun_at:
+            self._underrun_at = self.echo.underrun_at
+            if self._underrun_at is not None:
+                self.path.moved(self._underrun_at)
         if len(self._pending) == 0:
             self._pending_at = frame.at
         self._pending = np.concatenate([self._pending, frame.samples])

@@ -113,6 +113,7 @@ class Player(CoreSink):
         outdata[:] = mono[:, None]
         if status.output_underflow:
             self.underflows += 1
+            self._core.underran(dac)
 
     def _finished(self) -> None:
         if self._closing or self._loop is None:

@@ -77,6 +77,13 @@ class PlayoutCore:
         for tap in taps:
             tap.push(dac_time, out)
 
+    def underran(self, dac_time: float) -> None:
+        """The device ran dry before the block audible at `dac_time`: its taps are told (ReferenceTap.underran)."""
+        with self._lock:
+            taps = self._taps
+        for tap in taps:
+            tap.underran(dac_time)
+
     # -- the event loop --------------------------------------------------------------------------------
     def add_tap(self, tap: ReferenceTap) -> None:
         with self._lock:

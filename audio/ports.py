@@ -69,6 +69,11 @@ class Paced(Protocol):
 class ReferenceReader(Protocol):
     def read(self, at: float, n: int) -> np.ndarray: ...
 
+    @property
+    def underrun_at(self) -> float | None:
+        """Clock time of the output's latest underrun (None: none yet), after which the echo may come later."""
+        ...
+
 
 class AudioSink(Protocol):
     """A speaker with the heard cursor, keyed by turn and segment."""

@@ -84,6 +84,13 @@ class ReferenceTap:
         self._streaming = False  # blocks follow each other on the sample clock
         self.resyncs = 0
         self.streams = 0  # resampler streams started (one per restart of the output, not per gap)
+        self.underrun_at: float | None = None  # clock time of the output's latest underrun
+
+    def underran(self, at: float) -> None:
+        """From the audio thread: the device ran dry just before `at`. A sound server that fell behind (issue 36:
+        PulseAudio stalled 0.2-0.4 s) then plays everything after it up to that much later than the stamps say,
+        and the stamps do not show it: what was played is still right here, but its echo may come later."""
+        self.underrun_at = at
 
     def push(self, dac_time: float, block: np.ndarray) -> None:
         """From the audio thread: one small copy and a deque append, nothing else."""

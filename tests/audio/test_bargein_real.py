@@ -5,6 +5,9 @@ never barges in on itself; a user talking over it is caught within 150 ms."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import os
+import signal
 import subprocess
 from collections.abc import AsyncIterator, Sequence
 
@@ -98,6 +101,38 @@ async def test_c_no_self_barge_in_with_aec_and_the_user_is_caught(
     # the VAD confirms within the user's first word (voiced for its first 250 ms): 112-134 ms on an idle machine,
     # 191 ms in one clean run with PortAudio underruns (the canceller's reference thrown off for a moment)
     assert audio_delay <= 250.0
+
+
+@pytest.mark.parametrize("stall_s", [0.2, 0.4])
+async def test_d_a_sound_server_that_stalls_while_it_speaks_is_no_barge_in(
+    loopback: None, assistant_speech: np.ndarray, stall_s: float
+) -> None:
+    """PulseAudio stops for a moment while the assistant speaks (a busy machine; test_c once failed so in CI): the
+    player underruns, and the echo of all it plays after that comes up to the stall's length later than its
+    stamps say, then drifts back. The late echo must not be taken for the user (it was 5 times in 22 such stalls
+    before the echo path was told of underruns). Stops this session's server: not for a server shared with a
+    desktop or with another test session that is playing at the time."""
+    speech = np.concatenate([assistant_speech, assistant_speech])
+    rig = await _rig()
+    server = pulse_kit.server_pid()
+    assert server is not None
+
+    async def stall() -> None:
+        os.kill(server, signal.SIGSTOP)
+        try:
+            await asyncio.sleep(stall_s)  # the stall itself, not a wait for an outcome
+        finally:
+            os.kill(server, signal.SIGCONT)
+
+    rig = dataclasses.replace(rig, inject_user=stall)
+    try:
+        outcome = await speak_and_listen(rig, speech, aec=True, seconds=len(speech) / 16000, user_at=3.0)
+        assert isinstance(rig.sink, Player)
+        underflows = rig.sink.underflows
+    finally:
+        await _close(rig)
+    assert underflows > 0, "the stall made the output underrun"
+    assert outcome.barge_ins == [], _told(outcome.events, outcome.raw[0].at)
 
 
 def _told(events: Sequence[object], onset: float) -> list[str]:

@@ -190,6 +190,35 @@ def test_sound_that_proved_no_voice_still_teaches_the_path_that_moved() -> None:
             assert path.delay_chunks == 30, "measured again at once, on the sound that was no voice"
 
 
+@pytest.mark.parametrize("told", [True, False])
+def test_after_an_underrun_the_echo_that_comes_later_is_explained_until_found_again(told: bool) -> None:
+    """PulseAudio stalled 0.4 s (the test_bargein_real failure, rebuilt): the echo of everything played after the
+    underrun comes that much later than the stamps say. Told of the underrun, the path explains that echo from its
+    first chunk at any delay and finds the new one on the sound after it; not told, the late echo is an onset."""
+    path = EchoPath()
+    reply = _story()
+    moved = round(3.0 * RATE)
+    mic = np.concatenate([_echo(reply, 0.5, 0.03)[:moved], _echo(reply, 0.5, 0.43)[moved:]])
+    loud, onsets, found_at = 0, [], None
+    for i in range(0, len(mic) - CHUNK + 1, CHUNK):
+        if told and i == moved:
+            path.moved(i / RATE)
+        heard = path.step(mic[i : i + CHUNK], reply[i : i + CHUNK], i / RATE, quiet=True)
+        loud = loud + 1 if heard.unexplained > ONSET_POWER else 0
+        if i >= moved and loud == ONSET_CHUNKS:
+            onsets.append(round((i - moved) / RATE, 2))
+        if found_at is None and i >= moved and path.delay_chunks == 43:
+            found_at = (i - moved) / RATE
+        if i == moved - CHUNK:
+            assert path.delay_chunks == 3
+    if told:
+        assert onsets == [], f"onsets after the underrun (s): {onsets}"
+        assert found_at is not None, "the new delay is never found"
+        assert found_at <= 0.5, f"the new delay found {found_at} s after the underrun"
+    else:
+        assert onsets, "not told, the late echo is sound the old delay cannot explain"
+
+
 @pytest.mark.parametrize(("user_level", "after_s"), [(1.0, 0.35), (0.5, 0.35), (1.0, 0.6), (0.7, 0.6)])
 def test_the_user_saying_the_replys_word_in_its_voice_does_not_move_the_path(user_level: float, after_s: float) -> None:
     """The CI failure on d4f5bea (loopback at -10 dB): the user's "two", said in the voice of the reply "Two."
