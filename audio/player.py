@@ -31,6 +31,10 @@ BLOCK_S = 0.01  # 10 ms blocks: silence within one block
 # (up to 2 s on an idle sink); the GIL is held for tens of ms at times while a model is set up, and 40 ms is the
 # buffer a starved loop did not underrun (figures: docs/decisions/0002). A stop leaves this much and a block playing.
 LATENCY_S = 0.04
+# A callback this late after the one before means the device went without: a stalled sound server does not always
+# say so (no output_underflow after 2 of 19 stalls of 0.4 s in test_bargein_real), and the echo of what follows
+# may come up to that much later than the stamps say (ReferenceTap.underran).
+CALLBACK_GAP_S = 2 * LATENCY_S
 SWITCH_INTERVAL_S = 0.002  # a thread running Python hands the GIL to the callback this soon (Python's default: 5 ms)
 
 
@@ -60,6 +64,7 @@ class Player(CoreSink):
         self._mono = np.zeros(0, dtype=np.float32)
         self._stream_clock = StreamClock()
         self.underflows = 0
+        self._called_at: float | None = None  # monotonic time of the latest callback
         self.device_name = ""
 
     @property
@@ -111,7 +116,9 @@ class Player(CoreSink):
         mono = self._mono if frames == len(self._mono) else np.zeros(frames, dtype=np.float32)
         self._core.render(mono, dac)
         outdata[:] = mono[:, None]
-        if status.output_underflow:
+        late = self._called_at is not None and now - self._called_at > CALLBACK_GAP_S
+        self._called_at = now
+        if status.output_underflow or late:
             self.underflows += 1
             self._core.underran(dac)
 
