@@ -48,7 +48,16 @@ FIT_BLOCK = 5 * CHUNK // DECIMATE  # 50 ms at 4 kHz
 # find none are not taken for a headset's, for REFIND_CHUNKS of playback after the underrun
 REFIND_EVERY = 10
 REFIND_CHUNKS = 300
+# a sound server catching up after an underrun (module-loopback) resamples: the echo's delay drifts back by 6 ms a
+# second and jumps 10 ms either way for tenths of a second, so over the estimate's second its waveform no longer
+# follows the played one (correlation 0.15-0.35) while its band loudness still does (0.8-0.98). Where the waveform is
+# not sure, the echo is looked for this many chunks either side of a known delay by its loudness alone...
+FOLLOW_CHUNKS = 10
+FOLLOW_SPAN = 50  # ...over the last half second (a second's lags half a second behind a drifting path)...
+FOLLOW_CORRELATION = 0.8  # ...and followed where it correlates this well (0.57 once early in a reply: not a move)
+LOUDNESS_FLOOR = 1e-9  # band power (-90 dB) below which loudness is silence
 SPREAD = 3  # chunks either side of the delay the echo may come from (a drifting loopback, a room's early echoes)
+DRIFT_SPREAD = 5  # and for REFIND_CHUNKS after the delay was followed: it is a chunk or two off until followed again
 DECAY = 10 ** (-1.5 / 10)  # a room's echo dies away no faster than 1.5 dB per 10 ms
 MARGIN = 4.0  # 6 dB: microphone power up to this times the explained echo is echo
 NOISE_MARGIN = 4.0
@@ -93,7 +102,7 @@ class EchoPath:
         self.delay_chunks: int | None = None  # acoustic delay, once measured
         self.gains = np.ones(bands)  # per-band echo gain: 1 (as loud as played) until measured
         self.calibrated = False
-        self._ring = np.zeros((round(MAX_DELAY_S * 100) + 2 * SPREAD + 2, bands))  # played band powers per chunk
+        self._ring = np.zeros((round(MAX_DELAY_S * 100) + 2 * DRIFT_SPREAD + 2, bands))  # played band powers per chunk
         self._steps = 0
         self._windows = np.zeros((2, WINDOW))  # the last 20 ms of microphone and played audio
         self._mic_hist: collections.deque[np.ndarray] = collections.deque(maxlen=100)
@@ -102,6 +111,8 @@ class EchoPath:
         self._released: collections.deque[bool] = collections.deque(maxlen=100)  # and: a voice `remeasure` let in
         self._chunk_at: collections.deque[float] = collections.deque(maxlen=100)  # and its audio time
         self._ref_hist: collections.deque[np.ndarray] = collections.deque(maxlen=100 + MAX_LAG_CHUNKS)
+        self._mic_loud: collections.deque[np.ndarray] = collections.deque(maxlen=100)  # per _mic_hist chunk: log bands
+        self._ref_loud: collections.deque[np.ndarray] = collections.deque(maxlen=100 + MAX_LAG_CHUNKS)  # and played
         self._held = np.zeros(bands)
         self._noise = np.full(bands, 1e-9)
         self._active_chunks = 0
@@ -111,6 +122,7 @@ class EchoPath:
         self._learned = 0
         self._moved_at = -np.inf  # audio time from which the path may have moved: no estimate reads before it
         self._refind_until = 0  # chunks of playback until which an echo known before an underrun is looked for
+        self._drifts_until = 0  # and until which a delay followed by loudness is looked for as often
 
     def step(self, mic: np.ndarray, ref: np.ndarray, at: float, *, quiet: bool) -> ChunkEcho:
         """`quiet`: nobody is known to be talking, so what the microphone hears now may teach the path."""
@@ -129,6 +141,8 @@ class EchoPath:
         self._mic_hist.append(windows[0, CHUNK:].reshape(-1, DECIMATE).mean(axis=1))
         self._mark(at, voiced=not quiet, strange=self.delay_chunks is not None and unexplained > VOICE_POWER)
         self._ref_hist.append(windows[1, CHUNK:].reshape(-1, DECIMATE).mean(axis=1))
+        self._mic_loud.append(np.log(mic_bands + LOUDNESS_FLOOR))
+        self._ref_loud.append(np.log(ref_bands + LOUDNESS_FLOOR))
         self._track_delay(ref_bands)
         power = float(np.sum(mic_bands))  # over the same 20 ms as the bands
         return ChunkEcho(at, power, float(np.sum(echo)), unexplained)
@@ -138,7 +152,7 @@ class EchoPath:
         measured). A room's reverberation outlasts it: `ChunkEcho.explained` tells how loud that can still be."""
         if self.delay_chunks is None:
             return None
-        return (self.delay_chunks + SPREAD + 1) * CHUNK / RATE
+        return (self.delay_chunks + self._spread() + 1) * CHUNK / RATE
 
     def remeasure(self, since: float) -> None:
         """Sound the path did not explain from audio time `since` on was no voice (an onset that came to nothing):
@@ -239,7 +253,8 @@ class EchoPath:
         if self.delay_chunks is None:
             ages = range(min(self._steps, latest + 1))
         else:
-            ages = range(max(0, self.delay_chunks - SPREAD), min(self._steps, self.delay_chunks + SPREAD + 1))
+            spread = self._spread()
+            ages = range(max(0, self.delay_chunks - spread), min(self._steps, self.delay_chunks + spread + 1))
         rows = [(self._steps - 1 - age) % len(self._ring) for age in ages]
         now = self.gains * np.max(self._ring[rows], axis=0) if rows else np.zeros(len(_BANDS))
         self._held = np.maximum(now, self._held * DECAY)
@@ -276,7 +291,8 @@ class EchoPath:
         if np.sum(ref_bands) < ACTIVE_POWER:
             return
         self._active_chunks += 1
-        every = REFIND_EVERY if self._refinding() else DELAY_EVERY
+        often = self._refinding() or self._active_chunks < self._drifts_until
+        every = REFIND_EVERY if often else DELAY_EVERY
         self._due = self._due or self._active_chunks % every == 0 or self._active_chunks == DELAY_FIRST
         if not self._due:
             return
@@ -285,6 +301,19 @@ class EchoPath:
             return  # too little heard without a voice over it: again at the next chunk played
         self._due = False
         delay, correlation, louder = measured
+        known = self.delay_chunks
+        followed = self._followed(known) if known is not None and correlation < DELAY_MOVE_CORRELATION else None
+        if followed is not None:
+            self._unsure = None
+            if followed != known:
+                log.debug("echo path delay %d -> %d chunks (followed by its loudness; the waveform's estimate, %d at "
+                          "%.2f, was not sure)", known, followed, delay, correlation)  # fmt: skip
+                self.delay_chunks, self._drifts_until = followed, self._active_chunks + REFIND_CHUNKS
+            return
+        self._estimated(delay, correlation, louder=louder)
+
+    def _estimated(self, delay: int, correlation: float, *, louder: bool) -> None:
+        """Take, doubt or leave a delay estimate of the waveform's."""
         unsure, self._unsure = self._unsure, None
         if louder:
             log.debug("echo path delay kept at %s chunks (%d fits sound louder than its echo, a voice; correlation"
@@ -304,6 +333,25 @@ class EchoPath:
             log.debug("no echo path delay found (correlation %.2f)", correlation)
             self._unfound += 0 if self._refinding() else 1
 
+    def _followed(self, known: int) -> int | None:
+        """Where near a known delay the microphone's loudness follows the played signal's surely, when the
+        waveform's estimate is not sure: a path that drifts and jumps (a sound server catching up) smears that
+        estimate to nothing over its second, and its echo then went unexplained (issue 36: Parley barged in on
+        itself 6-8 s after a stall)."""
+        span = min(len(self._mic_loud), FOLLOW_SPAN)
+        heard = ~self._left_out()[-span:]
+        if np.sum(heard) < DELAY_FIRST:
+            return None
+        mic, played = np.array(self._mic_loud)[-span:][heard], np.array(self._ref_loud)
+        end = len(played)
+        lags = range(max(0, known - FOLLOW_CHUNKS), min(end - span, known + FOLLOW_CHUNKS) + 1)
+        scores = {lag: band_correlation(mic, played[end - lag - span : end - lag][heard]) for lag in lags}
+        best = max(scores, key=scores.__getitem__, default=None)
+        return best if best is not None and scores[best] >= FOLLOW_CORRELATION else None
+
+    def _spread(self) -> int:
+        return DRIFT_SPREAD if self._active_chunks < self._drifts_until else SPREAD
+
     def _refinding(self) -> bool:
         """An echo known before an underrun is not found again yet (`moved`)."""
         return self.delay_chunks is None and self._active_chunks < self._refind_until
@@ -320,6 +368,12 @@ def fitted_power(mic: np.ndarray, played: np.ndarray) -> float:
     if not np.any(follows):
         return 0.0
     return float((np.sum(dots[follows]) / np.sum(theirs[follows])) ** 2)
+
+
+def band_correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """Pearson's correlation of two arrays of rows (chunks) of bands, each band about its own mean."""
+    a, b = a - a.mean(axis=0), b - b.mean(axis=0)
+    return float(np.sum(a * b) / (np.sqrt(np.sum(a * a) * np.sum(b * b)) + 1e-12))
 
 
 def best_lag(mic: np.ndarray, ref: np.ndarray, max_lag: int, heard: np.ndarray) -> tuple[int, float]:
