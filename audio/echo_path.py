@@ -102,7 +102,8 @@ class EchoPath:
         self.delay_chunks: int | None = None  # acoustic delay, once measured
         self.gains = np.ones(bands)  # per-band echo gain: 1 (as loud as played) until measured
         self.calibrated = False
-        self._ring = np.zeros((round(MAX_DELAY_S * 100) + 2 * DRIFT_SPREAD + 2, bands))  # played band powers per chunk
+        # played band powers per chunk: as far back as the loudness is followed (the longest delay and more)
+        self._ring = np.zeros((MAX_LAG_CHUNKS + FOLLOW_CHUNKS + FOLLOW_SPAN + 2 * DRIFT_SPREAD, bands))
         self._steps = 0
         self._windows = np.zeros((2, WINDOW))  # the last 20 ms of microphone and played audio
         self._mic_hist: collections.deque[np.ndarray] = collections.deque(maxlen=100)
@@ -111,8 +112,7 @@ class EchoPath:
         self._released: collections.deque[bool] = collections.deque(maxlen=100)  # and: a voice `remeasure` let in
         self._chunk_at: collections.deque[float] = collections.deque(maxlen=100)  # and its audio time
         self._ref_hist: collections.deque[np.ndarray] = collections.deque(maxlen=100 + MAX_LAG_CHUNKS)
-        self._mic_loud: collections.deque[np.ndarray] = collections.deque(maxlen=100)  # per _mic_hist chunk: log bands
-        self._ref_loud: collections.deque[np.ndarray] = collections.deque(maxlen=100 + MAX_LAG_CHUNKS)  # and played
+        self._mic_bands: collections.deque[np.ndarray] = collections.deque(maxlen=FOLLOW_SPAN)  # the latest chunks'
         self._held = np.zeros(bands)
         self._noise = np.full(bands, 1e-9)
         self._active_chunks = 0
@@ -141,8 +141,7 @@ class EchoPath:
         self._mic_hist.append(windows[0, CHUNK:].reshape(-1, DECIMATE).mean(axis=1))
         self._mark(at, voiced=not quiet, strange=self.delay_chunks is not None and unexplained > VOICE_POWER)
         self._ref_hist.append(windows[1, CHUNK:].reshape(-1, DECIMATE).mean(axis=1))
-        self._mic_loud.append(np.log(mic_bands + LOUDNESS_FLOOR))
-        self._ref_loud.append(np.log(ref_bands + LOUDNESS_FLOOR))
+        self._mic_bands.append(mic_bands)
         self._track_delay(ref_bands)
         power = float(np.sum(mic_bands))  # over the same 20 ms as the bands
         return ChunkEcho(at, power, float(np.sum(echo)), unexplained)
@@ -217,11 +216,10 @@ class EchoPath:
         stale = np.array(self._chunk_at) < self._moved_at  # before an underrun: the path may have moved since
         return np.asarray(voiced | stale | (np.array(self._strange, bool) & voice_soon))
 
-    def _measure(self) -> tuple[int, float, bool] | None:
+    def _measure(self, left_out: np.ndarray) -> tuple[int, float, bool] | None:
         """(delay in chunks, correlation, whether a move there fits sound far louder than the known delay's echo
         while sound once taken for a voice is heard) of the microphone history against what was played."""
         span = len(self._mic_hist)
-        left_out = self._left_out()
         if span - int(np.sum(left_out)) < DELAY_FIRST:
             return None
         heard = np.repeat(~left_out, CHUNK // DECIMATE).astype(float)
@@ -296,13 +294,15 @@ class EchoPath:
         self._due = self._due or self._active_chunks % every == 0 or self._active_chunks == DELAY_FIRST
         if not self._due:
             return
-        measured = self._measure()
+        left_out = self._left_out()
+        measured = self._measure(left_out)
         if measured is None:
             return  # too little heard without a voice over it: again at the next chunk played
         self._due = False
         delay, correlation, louder = measured
         known = self.delay_chunks
-        followed = self._followed(known) if known is not None and correlation < DELAY_MOVE_CORRELATION else None
+        sure = correlation >= DELAY_MOVE_CORRELATION
+        followed = self._followed(known, ~left_out) if known is not None and not sure else None
         if followed is not None:
             self._unsure = None
             if followed != known:
@@ -333,21 +333,25 @@ class EchoPath:
             log.debug("no echo path delay found (correlation %.2f)", correlation)
             self._unfound += 0 if self._refinding() else 1
 
-    def _followed(self, known: int) -> int | None:
+    def _followed(self, known: int, heard: np.ndarray) -> int | None:
         """Where near a known delay the microphone's loudness follows the played signal's surely, when the
         waveform's estimate is not sure: a path that drifts and jumps (a sound server catching up) smears that
         estimate to nothing over its second, and its echo then went unexplained (issue 36: Parley barged in on
-        itself 6-8 s after a stall)."""
-        span = min(len(self._mic_loud), FOLLOW_SPAN)
-        heard = ~self._left_out()[-span:]
+        itself 6-8 s after a stall). `heard`: per chunk of the history, no voice over it."""
+        span = len(self._mic_bands)
+        heard = heard[-span:]
         if np.sum(heard) < DELAY_FIRST:
             return None
-        mic, played = np.array(self._mic_loud)[-span:][heard], np.array(self._ref_loud)
-        end = len(played)
-        lags = range(max(0, known - FOLLOW_CHUNKS), min(end - span, known + FOLLOW_CHUNKS) + 1)
-        scores = {lag: band_correlation(mic, played[end - lag - span : end - lag][heard]) for lag in lags}
+        mic = np.log(np.array(self._mic_bands)[heard] + LOUDNESS_FLOOR)
+        lags = range(max(0, known - FOLLOW_CHUNKS), min(self._steps - span, known + FOLLOW_CHUNKS) + 1)
+        scores = {lag: band_correlation(mic, self._played_loudness(lag, span)[heard]) for lag in lags}
         best = max(scores, key=scores.__getitem__, default=None)
         return best if best is not None and scores[best] >= FOLLOW_CORRELATION else None
+
+    def _played_loudness(self, lag: int, span: int) -> np.ndarray:
+        """Log band powers of the `span` chunks played `lag` chunks before the latest `span`, oldest first."""
+        rows = [(self._steps - 1 - age) % len(self._ring) for age in range(lag + span - 1, lag - 1, -1)]
+        return np.asarray(np.log(self._ring[rows] + LOUDNESS_FLOOR))
 
     def _spread(self) -> int:
         return DRIFT_SPREAD if self._active_chunks < self._drifts_until else SPREAD
