@@ -350,9 +350,9 @@ def test_an_echo_found_where_a_headset_had_none_is_explained_within_a_second() -
 
 
 def _drifting_echo(ref: np.ndarray, gain: float, at: int, delay_s: float, drift: float) -> np.ndarray:
-    """The echo of `ref` 30 ms late until sample `at`; from there `delay_s` late, drifting back 6 ms a second (a
-    resampler) and off by 10 ms either way for 0.1-0.4 s at a time (module-loopback catching up after a stall, as
-    recorded)."""
+    """The echo of `ref` 30 ms late until sample `at`; from there `delay_s` late, drifting back `drift` seconds a
+    second (a resampler: 6 ms a second as recorded) and off by 10 ms either way for 0.1-0.4 s at a time
+    (module-loopback catching up after a stall)."""
     rng = np.random.default_rng(7)
     jumps = np.zeros(len(ref))
     start = at
