@@ -13,7 +13,14 @@ from pathlib import Path
 from adapters.contract import CancelSignal
 from adapters.runtime.workers import run_blocking
 from audio.wav import save_wav
-from desktop.bench.real_speech import Clip, at_level, conversation_speakers, conversation_turns, sentences
+from desktop.bench.real_speech import (
+    Clip,
+    at_level,
+    conversation_speakers,
+    conversation_turns,
+    more_speech,
+    sentences,
+)
 from desktop.bench.scenarios import Run, ttfas
 from desktop.bench.sessions import Models
 from desktop.bench.signals import normalise, word_edits
@@ -33,7 +40,7 @@ LEAD_S = 0.5  # the clip starts this long into the session
 class RealTurn:
     """One clip said once: the user messages it became, its time to first audio, and Whisper's own reading."""
 
-    group: str  # "sentence", "level" or "conversation"
+    group: str  # "sentence", "level", "conversation" or "long"
     clip: Clip
     texts: tuple[str, ...]
     ttfa_ms: float | None
@@ -52,7 +59,7 @@ class RealTurn:
 class RealPlan:
     sentences: int = 10
     level_sentences: int = 4  # the first sentences, at every level with and without room noise
-    conversation: bool = True
+    conversation: bool = True  # the turns of several utterances: the conversation's and the long sentence
 
 
 async def real_runs(models: Models, root: Path, plan: RealPlan, progress: Callable[[str], None]) -> list[RealTurn]:
@@ -62,6 +69,7 @@ async def real_runs(models: Models, root: Path, plan: RealPlan, progress: Callab
         cases += [("level", at_level(clip, level, noise)) for level in LEVELS_DBFS for noise in (None, ROOM_DBFS)]
     if plan.conversation:
         cases += [("conversation", clip) for who in conversation_speakers() for clip in conversation_turns(who)]
+        cases.append(("long", more_speech()["jfk"]))  # one sentence, two breaths of a second: one turn
     turns = []
     for n, (group, clip) in enumerate(cases, start=1):
         turns.append(await say_once(models, root / f"real{n}", group, clip))
@@ -118,7 +126,7 @@ def real_rows(
             note=f"% words; Whisper tiny.en offline on the same audio: {offline:.1f} %"),
         row("real_ttfa_ms", ttfa, REAL_TTFA, note="ten read sentences: end of speech in the signal -> first audio"),
         row("real_cutoff_rate", [cut], CUT_OFF, final=cut,
-            note=f"% of {len(multi)} multi-utterance conversation turns answered as more than one turn"),
+            note=f"% of {len(multi)} multi-utterance turns (conversation, jfk) answered as more than one turn"),
     ]  # fmt: skip
     if pulse_ttfa is not None:
         if isinstance(pulse_ttfa, str):

@@ -1,6 +1,7 @@
 """The real-speech corpus (assets/real_speech, sources and licences in its README): recordings of real people,
 and the clips built from them for the bench and the tests: each read sentence, the same at a given level over
-the room tone of a real meeting room, and each turn of one speaker of a telephone conversation, its pauses kept."""
+the room tone of a real meeting room, each turn of one speaker of a telephone conversation, its pauses kept, and
+two recordings taken from speech toolkits' samples: a long sentence with breath pauses and softly read digits."""
 
 from __future__ import annotations
 
@@ -45,6 +46,20 @@ def sentences() -> list[Clip]:
     with (folder / "transcripts.csv").open(encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     return [Clip(row["file"].removesuffix(".wav"), row["text"], load_wav(folder / row["file"])) for row in rows]
+
+
+def more_speech() -> dict[str, Clip]:
+    """The recordings of `more_speech.csv` by name: "jfk" (one sentence, two breath pauses of about a second, so
+    three utterances) and "digits" (fifteen digits read softly in three groups)."""
+    folder = corpus_dir()
+    with (folder / "more_speech.csv").open(encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    return {
+        row["file"].removesuffix(".wav"): Clip(
+            row["file"].removesuffix(".wav"), row["text"], load_wav(folder / row["file"]), int(row["utterances"])
+        )
+        for row in rows
+    }
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Real people, not synthetic voices (assets/real_speech), through the whole pipeline on the real models: every
 read sentence is one turn holding its words, a soft voice over room noise is heard, a turn with a breath pause
-inside is one turn, and PulseAudio hears what the fixture path hears."""
+inside is one turn (a made one, and a real sentence with two), softly read digits are heard, and PulseAudio hears
+what the fixture path hears."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from adapters.contract import CancelSignal
 from audio.ports import RATE
 from desktop.bench.real_pulse import real_pulse_turns
 from desktop.bench.real_runs import RealTurn, say_once
-from desktop.bench.real_speech import Clip, at_level, conversation_turns, room_tone, sentences
+from desktop.bench.real_speech import Clip, at_level, conversation_turns, more_speech, room_tone, sentences
 from desktop.bench.scenarios import Hearing
 from desktop.bench.sessions import Models
 from desktop.bench.signals import word_edits
@@ -75,6 +76,25 @@ async def test_a_breath_pause_inside_a_sentence_keeps_one_turn(models: Models, t
     _one_turn_with_its_words(turn)
     events = read_events(tmp_path / "session" / "journal.jsonl")
     assert [e["outcome"] for e in events if e["type"] == "turn/end"] == ["completed"]
+
+
+async def test_a_real_sentence_with_two_breaths_of_a_second_is_one_turn(models: Models, tmp_path: Path) -> None:
+    """ "And so my fellow Americans, [1.1 s] ask not what your country can do for you, [1.1 s] ask what you can do
+    for your country.": one user message holding the whole sentence, no aborted turn before it."""
+    turn = await say_once(models, tmp_path, "long", more_speech()["jfk"])
+    _one_turn_with_its_words(turn)
+    events = read_events(tmp_path / "session" / "journal.jsonl")
+    assert [e["outcome"] for e in events if e["type"] == "turn/end"] == ["completed"]
+
+
+async def test_softly_read_digits_are_one_turn_holding_every_digit(models: Models, tmp_path: Path) -> None:
+    """Fifteen digits read at about -40 dBFS over room hiss: one turn, and its digits are the ones Whisper reads
+    offline from the whole file (however it groups them: "1,0001 90210" and "10001 90210" are the same digits)."""
+    turn = await say_once(models, tmp_path, "digits", more_speech()["digits"])
+    assert len(turn.texts) == 1, turn.texts
+    digits = "".join(ch for ch in turn.texts[0] if ch.isdigit())
+    assert len(digits) >= 14, turn.texts
+    assert digits == "".join(ch for ch in turn.offline if ch.isdigit()), (turn.texts, turn.offline)
 
 
 async def test_pulseaudio_hears_what_the_fixture_path_hears(models: Models, pulse: Pulse, tmp_path: Path) -> None:
