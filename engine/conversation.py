@@ -40,11 +40,11 @@ from engine.turn import Answered, Turn
 
 VERSION = "0.1.0"
 HEARD_POLL_S = 0.05  # how often a provisional turn's reply is checked for its first heard sample
-# A person who speaks again this soon after the end of their words is going on, not answering a reply just begun:
-# real speech, "The child almost hurt [0.6 s] the small dog", had its reply audible 370 ms before they went on.
-# Unless this much of the reply has played by then (a pause that long is a turn given).
-GOING_ON_S = 1.5
-GOING_ON_HEARD_MS = 800.0
+# A person who speaks again this soon after the end of their words is going on, not answering a reply just begun,
+# however much of it played: a breath of up to 1.5 s inside a sentence, and the ~0.2 s the VAD takes to hear the
+# speech resume. Real speech: "The child almost hurt [0.6 s] the small dog" had its reply audible 370 ms before they
+# went on; "And so my fellow Americans, [1.15 s] ask not ..." on PulseAudio had 800 ms of it played, once in ten.
+GOING_ON_S = 1.7
 log = logging.getLogger(__name__)
 TOO_MANY_STEPS = FailureCode.TOO_MANY_STEPS
 INTERNAL = FailureCode.INTERNAL
@@ -168,14 +168,13 @@ class Conversation:
                 await self.parts.clock.sleep(HEARD_POLL_S)
 
     def _heard(self, turn: Turn, said: UserInput) -> bool:
-        """The reply was heard as an answer: some of it played, and either the person's going-on time has passed
-        or enough of it played to answer. Until then a person who speaks again takes the turn back, and the few
-        words they heard over their own go with it."""
+        """The reply was heard as an answer: some of it played, and the person's going-on time has passed. Until
+        then a person who speaks again takes the turn back, and the few words they heard over their own go with
+        it."""
         played = sum(segment.played_ms for segment in self.parts.speech.report(turn.id))
         if played <= 0:
             return False
-        going_on = said.ended_at is not None and self.parts.clock.now() < said.ended_at + GOING_ON_S
-        return not going_on or played >= GOING_ON_HEARD_MS
+        return said.ended_at is None or self.parts.clock.now() >= said.ended_at + GOING_ON_S
 
     def add_metrics(self, turn: int, **values: float) -> None:
         """Measurements made outside the engine (audio timing) for the live turn's `metrics/turn`."""

@@ -1,7 +1,7 @@
 """Real people, not synthetic voices (assets/real_speech), through the whole pipeline on the real models: every
 read sentence is one turn holding its words, a soft voice over room noise is heard, a turn with a breath pause
 inside is one turn (a made one, and a real sentence with two), softly read digits are heard, and PulseAudio hears
-what the fixture path hears."""
+what the fixture path hears, the sentence with two breaths included."""
 
 from __future__ import annotations
 
@@ -105,3 +105,17 @@ async def test_pulseaudio_hears_what_the_fixture_path_hears(models: Models, puls
         assert len(heard.texts) == len(fixture.texts) == 1, (heard.texts, fixture.texts)
         assert word_edits(fixture.texts[0], heard.texts[0]) <= SAME_WORDS, (heard.texts, fixture.texts)
         assert heard.ttfa_ms is not None
+
+
+async def test_pulseaudio_keeps_a_real_sentence_with_two_breaths_one_turn(
+    models: Models, pulse: Pulse, tmp_path: Path
+) -> None:
+    """The same sentence in real time on the real devices: its breaths are where a reply may begin, and the
+    person goes on over it; one turn holds the whole sentence."""
+    clip = more_speech()["jfk"]
+    [heard] = await real_pulse_turns(models, tmp_path / "pulse", [clip], lambda _: None)
+    offline = (await models.transcriber.transcribe(clip.audio, CancelSignal())).text
+    assert len(heard.texts) == 1, heard.texts
+    assert word_edits(offline, heard.texts[0]) <= SAME_WORDS, (heard.texts, offline)
+    events = read_events(tmp_path / "pulse" / "real_pulse1" / "journal.jsonl")
+    assert sum(e["type"] == "turn/start" for e in events) == 1, [e["type"] for e in events]
