@@ -41,10 +41,10 @@ from engine.turn import Answered, Turn
 VERSION = "0.1.0"
 HEARD_POLL_S = 0.05  # how often a provisional turn's reply is checked for its first heard sample
 # A person who speaks again this soon after the end of their words is going on, not answering a reply just begun,
-# however much of it played: a breath of up to 1.5 s inside a sentence, and the ~0.2 s the VAD takes to hear the
-# speech resume. Real speech: "The child almost hurt [0.6 s] the small dog" had its reply audible 370 ms before they
-# went on; "And so my fellow Americans, [1.15 s] ask not ..." on PulseAudio had 800 ms of it played, once in ten.
-GOING_ON_S = 1.7
+# however much of it played. Real speech: "The child almost hurt [0.6 s] the small dog" had its reply audible 370 ms
+# before they went on; "And so my fellow Americans, [1.15 s] ask not ..." on PulseAudio had 800 ms of it played,
+# once in ten, when the VAD heard them go on (1.17-1.21 s after their words).
+GOING_ON_S = 1.5
 log = logging.getLogger(__name__)
 TOO_MANY_STEPS = FailureCode.TOO_MANY_STEPS
 INTERNAL = FailureCode.INTERNAL

@@ -128,7 +128,7 @@ async def test_a_reply_heard_as_an_answer_cannot_be_taken_back(tmp_path: Path) -
 
 
 async def test_a_reply_that_played_a_second_within_a_long_breath_is_still_taken_back(tmp_path: Path) -> None:
-    """A breath of 1.5 s after a fast reply: a second of it has played when the person goes on (real speech on
+    """A long breath after a fast reply: a second of it has played when the person goes on (real speech on
     PulseAudio, "And so my fellow Americans, [1.15 s] ask not ..."). Still going on: one turn, the whole sentence."""
     story = reply("Once upon a time there was a dragon. " * 5)
     async with kit(tmp_path, [story, reply("Rome grew.")]) as k:
