@@ -83,6 +83,7 @@ class BargeInDetector:
         self._onset: OnsetPaused | None = None  # paused on an onset, not yet confirmed by the VAD
         self._onset_heard = 0.0  # audio time of the onset pause's last sign of sound
         self._signs = 0  # of the onset pause in effect
+        self._voiced = False  # the VAD heard speech during the onset pause in effect
         self.protected = True  # False: echo protection lost, only push-to-talk interrupts
 
     @property
@@ -126,17 +127,23 @@ class BargeInDetector:
         self._signs += 1
         if self._onset is not None:
             return None
-        self._signs = 1
+        self._signs, self._voiced = 1, False
         self._onset = OnsetPaused(audio_time, self._output.pause())
         self._emit(self._onset)
         return self._onset
 
     def tick(self, audio_time: float, voiced_ms: float) -> OnsetResumed | None:
-        """After each frame: an onset pause with no speech behind it ends once its sound has died away."""
+        """After each frame: an onset pause with no speech behind it ends once its sound has died away. Speech the
+        VAD hears in it is a sign of sound, and of a voice, even when the listener holds that run back as echo: a
+        soft "Stop" as loud as the reply's echo under it is explained away, and resuming 0.25 s after it let the
+        reply play on until "What time is it?" (issue 36, stop_ms 658 on the loopback)."""
         onset = self._onset
-        if onset is None or (voiced_ms > 0 and audio_time - onset.at < ONSET_MAX_S):
+        if onset is None:
             return None
-        hold = ONSET_VOICE_HOLD_S if self._signs >= ONSET_VOICE_SIGNS else ONSET_HOLD_S
+        if voiced_ms > 0:
+            self._onset_heard, self._voiced = max(self._onset_heard, audio_time), True
+        voice = self._voiced or self._signs >= ONSET_VOICE_SIGNS
+        hold = ONSET_VOICE_HOLD_S if voice else ONSET_HOLD_S
         if audio_time - self._onset_heard < hold and audio_time - onset.at < ONSET_MAX_S:
             return None
         return self._end_onset()

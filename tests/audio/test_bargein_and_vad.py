@@ -210,6 +210,24 @@ async def test_a_voice_long_onset_holds_the_pause_over_the_gap_after_a_short_sto
     await sink.close()
 
 
+async def test_speech_held_back_as_echo_under_an_onset_holds_the_pause_as_a_voice() -> None:
+    """Issue 36: a soft "Stop" as loud as the reply's echo under it made three signs of sound; the VAD heard it
+    but the listener held the run back as echo, and the reply resumed before "What time is it?"."""
+    clock = VirtualClock()
+    sink = await _speaking_sink(clock)
+    detector = BargeInDetector(sink, clock)
+    detector.arm()
+    start = clock.now()
+    for n in range(3):
+        detector.onset(start + n * 0.01)
+    for n in range(1, 16):  # the VAD hears speech up to 150 ms in, never fired on (the caller took it for echo)
+        assert detector.tick(start + n * 0.01, 10.0 * n) is None
+    spoken = start + 0.15
+    assert detector.tick(spoken + 0.3, 0.0) is None, "a voice was heard: held past the short hold"
+    assert isinstance(detector.tick(spoken + 0.51, 0.0), OnsetResumed), "and then the reply goes on"
+    await sink.close()
+
+
 async def test_speech_after_an_onset_is_a_barge_in_that_keeps_the_onset_pause() -> None:
     clock = VirtualClock()
     sink = await _speaking_sink(clock)
