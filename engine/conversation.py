@@ -45,6 +45,10 @@ HEARD_POLL_S = 0.05  # how often a provisional turn's reply is checked for its f
 # before they went on; "And so my fellow Americans, [1.15 s] ask not ..." on PulseAudio had 800 ms of it played,
 # once in ten, when the VAD heard them go on (1.17-1.21 s after their words).
 GOING_ON_S = 1.5
+# The ears tell of speech only after its first windows (the VAD's shortest run, a capture block, a turn of the loop):
+# a turn stays open this much past the going-on time for words begun within it and told of since. Words told of
+# later than this after they began (a run held back as echo, then let go) count from when they were told of.
+TOLD_LATE_S = 0.3
 log = logging.getLogger(__name__)
 TOO_MANY_STEPS = FailureCode.TOO_MANY_STEPS
 INTERNAL = FailureCode.INTERNAL
@@ -131,23 +135,24 @@ class Conversation:
             return None
         return self.speculator.start(text, ahead=ahead)
 
-    def withdrawable(self, item: UserInput) -> bool:
-        """Could `withdraw(item)` still take it back (queued, or its turn live, provisional and unheard)?"""
+    def withdrawable(self, item: UserInput, went_on_at: float | None = None) -> bool:
+        """Could `withdraw(item)` still take it back (queued, or its turn live, provisional and unheard)? Without
+        `went_on_at`, could it for words that begin now or were begun but not yet told of?"""
         if any(queued is item for queued in self.inbox):
             return True
         provisional = self._provisional
         if provisional is None or provisional[1] is not item or self.parts.journal.held != provisional[0].id:
             return False
-        return not provisional[0].withdrawn and not self._heard(*provisional)
+        return not provisional[0].withdrawn and not self._heard(*provisional, went_on_at)
 
-    def withdraw(self, item: UserInput) -> bool:
-        """The person went on after `item` (a provisional input): take it back if none of its reply was heard.
-        Queued, it leaves the inbox; live, its turn is cancelled and leaves no trace in the journal (see
-        `_withdrawn`). False once any of the reply was heard, or the turn was committed (a tool ran, a retry
-        was shown): then the person is interrupting it, and that is a barge-in."""
+    def withdraw(self, item: UserInput, went_on_at: float | None = None) -> bool:
+        """The person went on after `item` (a provisional input), beginning at `went_on_at` (clock; None: now):
+        take it back if none of its reply was heard. Queued, it leaves the inbox; live, its turn is cancelled and
+        leaves no trace in the journal (see `_withdrawn`). False once any of the reply was heard, or the turn was
+        committed (a tool ran, a retry was shown): then the person is interrupting it, and that is a barge-in."""
         if self.inbox.remove(item):
             return True
-        if not self.withdrawable(item):
+        if not self.withdrawable(item, self.parts.clock.now() if went_on_at is None else went_on_at):
             return False
         assert self._provisional is not None
         turn = self._provisional[0]
@@ -167,14 +172,20 @@ class Conversation:
                     break
                 await self.parts.clock.sleep(HEARD_POLL_S)
 
-    def _heard(self, turn: Turn, said: UserInput) -> bool:
-        """The reply was heard as an answer: some of it played, and the person's going-on time has passed. Until
-        then a person who speaks again takes the turn back, and the few words they heard over their own go with
-        it."""
+    def _heard(self, turn: Turn, said: UserInput, went_on_at: float | None = None) -> bool:
+        """The reply was heard as an answer: some of it played, and the person did not go on within the going-on
+        time (`went_on_at`: when they began again; None: by now, words not yet told of included). Until then a
+        person who speaks again takes the turn back, and the few words they heard over their own go with it."""
         played = sum(segment.played_ms for segment in self.parts.speech.report(turn.id))
         if played <= 0:
             return False
-        return said.ended_at is None or self.parts.clock.now() >= said.ended_at + GOING_ON_S
+        if said.ended_at is None:
+            return True
+        now = self.parts.clock.now()
+        if went_on_at is None:
+            return now >= said.ended_at + GOING_ON_S + TOLD_LATE_S
+        began = went_on_at if now - went_on_at <= TOLD_LATE_S else now
+        return began >= said.ended_at + GOING_ON_S
 
     def add_metrics(self, turn: int, **values: float) -> None:
         """Measurements made outside the engine (audio timing) for the live turn's `metrics/turn`."""

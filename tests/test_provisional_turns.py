@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from adapters.contract import CancelSignal, ToolSpec
-from engine.conversation import GOING_ON_S
+from engine.conversation import GOING_ON_S, TOLD_LATE_S
 from engine.events import TurnWithdrawn
 from engine.history import build_history
 from engine.inbox import UserInput
@@ -115,6 +115,28 @@ async def test_going_on_over_a_reply_just_begun_still_takes_the_turn_back(tmp_pa
     assert [m.role for m in build_history(events)] == ["user", "assistant"]
     assert violations(events) == []
     assert not [e for e in events if e["type"] == "turn/end" and e["outcome"] != "completed"]
+
+
+async def test_going_on_is_judged_by_when_the_person_began_not_when_the_ears_told_of_it(tmp_path: Path) -> None:
+    """The ears tell of speech after its first windows: a breath of 1.45 s is told of past the going-on time, and is
+    still going on (issue 36: breaths of up to ~1.5 s keep the turn). Words begun after it interrupt."""
+    story = reply("Once upon a time there was a dragon. " * 5)
+    async with kit(tmp_path, [story, reply("Rome grew.")]) as k:
+        half = UserInput(HALF, "voice", provisional=True, ended_at=k.clock.now() - GOING_ON_S)
+        k.conversation.submit(half)
+        await k.until(lambda: sum(s.played_ms for s in k.speech.report(1)) > 0, "the reply heard")
+        ended = half.ended_at
+        assert ended is not None
+        assert ended + GOING_ON_S <= k.clock.now() < ended + GOING_ON_S + TOLD_LATE_S
+        assert k.conversation.withdrawable(half), "words begun by now may not have been told of yet"
+        assert not k.conversation.withdraw(half, ended + GOING_ON_S + 0.01), "begun after the going-on time"
+        assert not k.conversation.withdraw(half, k.clock.now() - TOLD_LATE_S - 0.01), "told of too late to tell"
+        assert k.conversation.withdraw(half, ended + GOING_ON_S - 0.05), "begun within it, told of late"
+        k.conversation.submit(UserInput(WHOLE, "voice", provisional=True, ended_at=k.clock.now()))
+        await k.until_turn_ended(2)
+        events = read_events(k.journal.path)
+    assert [e["text"] for e in events if e["type"] == "user/message"] == [WHOLE]
+    assert violations(events) == []
 
 
 async def test_a_reply_heard_as_an_answer_cannot_be_taken_back(tmp_path: Path) -> None:

@@ -128,7 +128,7 @@ class Ears:
         if isinstance(event, SpeechStarted | SpeechEnded) and current is not None and current.policy is not None:
             self._turn_end.on_vad(current, event)
         elif isinstance(event, SpeechStarted) and current is None:
-            if not self._reopen():
+            if not self._reopen(event.at):
                 self._begin(event.at)
         elif isinstance(event, BargeIn):
             self._barge_in.detected(event)
@@ -260,14 +260,14 @@ class Ears:
         item = utterance.submitted
         return item is None or self._conversation.withdrawable(item)
 
-    def _reopen(self) -> bool:
-        """Speech right after a pause ended the turn, before its reply was heard: the turn is taken back and the
-        utterance goes on, its audio of the pause included."""
+    def _reopen(self, at: float) -> bool:
+        """Speech begun at `at`, right after a pause ended the turn, before its reply was heard: the turn is taken
+        back and the utterance goes on, its audio of the pause included."""
         utterance, self._reopenable = self._reopenable, None
         if utterance is None or not utterance.over:
             return False
         item = utterance.submitted
-        if item is not None and not self._conversation.withdraw(item):
+        if item is not None and not self._conversation.withdraw(item, at):
             return False
         self._barge_in.taken_back()
         utterance.reopen()

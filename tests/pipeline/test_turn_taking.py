@@ -262,6 +262,26 @@ async def test_a_reply_just_begun_when_the_speaker_goes_on_is_taken_back(tmp_pat
         assert [e["requests"] for e in r.of("llm/withdrawn")] == [1]
 
 
+async def test_words_begun_within_the_going_on_time_reopen_the_turn_though_told_of_after_it(tmp_path: Path) -> None:
+    """A breath of 1.45 s over a reply already audible: the VAD tells of the words that go on only after their first
+    windows, past the going-on time by the clock. They began within it, so the turn is taken back (issue 36:
+    breaths of up to ~1.5 s keep the turn)."""
+    lead_s = 0.45  # of silence before the voice in the fixture
+    whole = f"{WEATHER} And what is two plus two?"
+    async with rig(tmp_path, ByLength([(0.0, WEATHER), (3.0, whole)]), probability=0.9) as r:
+        story = reply("Once upon a time there was a dragon who wanted to fly over the mountains. " * 4)
+        r.llm._scripts[:0] = [story, story]
+        r.say("q_weather")
+        decided = await poll(r.stage.clock, lambda: next(iter(r.stage.binding.ears.decisions), None))
+        went_on = decided.speech_ended_at + GOING_ON_S - 0.05
+        r.say("q_two_plus_two", after_s=went_on - lead_s - r.stage.clock.now())
+        await until_quiet(r.stage)
+        assert r.stage.binding.metrics.first_audible[1] < went_on, "the first reply was audible when they went on"
+        assert [e["outcome"] for e in r.of("turn/end")] == ["completed"]
+        assert [e["text"] for e in r.of("user/message")] == [whole]
+        assert [e["requests"] for e in r.of("llm/withdrawn")] == [1]
+
+
 async def test_a_reply_heard_as_an_answer_is_interrupted_not_reopened(tmp_path: Path) -> None:
     """Speaking again once the going-on time has passed, over a reply being heard, is interrupting it."""
     async with rig(tmp_path, ByLength([(0.0, WEATHER)]), probability=0.9) as r:
