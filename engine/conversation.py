@@ -182,9 +182,10 @@ class Conversation:
         if said.ended_at is None:
             return True
         now = self.parts.clock.now()
+        earliest = now - TOLD_LATE_S  # words not yet told of began no sooner
         if went_on_at is None:
-            return now >= said.ended_at + GOING_ON_S + TOLD_LATE_S
-        began = went_on_at if now - went_on_at <= TOLD_LATE_S else now
+            went_on_at = earliest
+        began = went_on_at if went_on_at >= earliest else now
         return began >= said.ended_at + GOING_ON_S
 
     def add_metrics(self, turn: int, **values: float) -> None:
